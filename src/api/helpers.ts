@@ -1,0 +1,71 @@
+import { findNamespaceById } from '../db/queries/namespaces.js';
+import type { Namespace, Project, User } from '../db/schema.js';
+import type { AppContext } from '../http/context.js';
+import { forbidden, notFound, unauthorized } from '../http/errors.js';
+import { type GroupPolicy, loadGroupPolicy, loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
+import { findGroup } from '../services/groups.js';
+import { findProject } from '../services/projects.js';
+
+/** The signed-in user, or 401 (for routes whose `auth` is optional but this branch needs one). */
+export function currentUser(ctx: AppContext): User {
+  const user = ctx.state.actor.user;
+  if (!user) throw unauthorized();
+  return user;
+}
+
+/** Requires an administrator: 401 for anonymous callers, 403 for other users. */
+export function requireAdmin(ctx: AppContext): User {
+  const user = currentUser(ctx);
+  if (!user.admin) throw forbidden();
+  return user;
+}
+
+export interface LoadedProject {
+  project: Project;
+  namespace: Namespace;
+  policy: ProjectPolicy;
+}
+
+/** Loads `:id` as a project the caller may read, or 404 `Project Not Found`. */
+export async function loadProject(ctx: AppContext, id: string): Promise<LoadedProject> {
+  const deps = ctx.state.deps;
+  const project = await findProject(deps, id);
+  const namespace = project ? await findNamespaceById(deps.db, project.namespace_id) : undefined;
+  if (!project || !namespace) throw notFound('Project');
+  const policy = await loadProjectPolicy(deps, ctx.state.actor.user, project, namespace);
+  if (!policy.can('read_project')) throw notFound('Project');
+  return { project, namespace, policy };
+}
+
+export interface LoadedGroup {
+  group: Namespace;
+  policy: GroupPolicy;
+}
+
+/** Loads `:id` as a group the caller may read, or 404 `Group Not Found`. */
+export async function loadGroup(ctx: AppContext, id: string): Promise<LoadedGroup> {
+  const deps = ctx.state.deps;
+  const group = await findGroup(deps, id);
+  if (!group) throw notFound('Group');
+  const policy = await loadGroupPolicy(deps, ctx.state.actor.user, group);
+  if (!policy.can('read_group')) throw notFound('Group');
+  return { group, policy };
+}
+
+/** 201 with a body. */
+export function created(ctx: AppContext, body: unknown): void {
+  ctx.status = 201;
+  ctx.body = body;
+}
+
+/** 202 `{"message":"202 Accepted"}`, GitLab's `accepted!`. */
+export function accepted(ctx: AppContext): void {
+  ctx.status = 202;
+  ctx.body = { message: '202 Accepted' };
+}
+
+/** 204 with an empty body. */
+export function noContent(ctx: AppContext): void {
+  ctx.status = 204;
+  ctx.body = null;
+}

@@ -1,0 +1,116 @@
+import fs from 'node:fs/promises';
+import Koa from 'koa';
+import { sql } from 'kysely';
+import { registerGroupRoutes } from './api/groups.js';
+import { registerNamespaceRoutes } from './api/namespaces.js';
+import { registerProjectRoutes } from './api/projects.js';
+import { registerTokenRoutes } from './api/tokens.js';
+import { registerUserRoutes } from './api/users.js';
+import { registerVersionRoutes } from './api/version.js';
+import type { AppState } from './http/context.js';
+import { Metrics } from './http/metrics.js';
+import { errorHandler, requestContext } from './http/middleware.js';
+import { buildOpenApi } from './http/openapi.js';
+import { ApiRouter } from './http/route.js';
+import type { Deps } from './services/deps.js';
+import { DEPOT_VERSION } from './version.js';
+
+export const API_PREFIX = '/api/v4';
+
+/** Every API module, in one list: each registers its routes on the shared router. */
+const API_MODULES: ((api: ApiRouter) => void)[] = [
+  registerVersionRoutes,
+  registerUserRoutes,
+  registerTokenRoutes,
+  registerNamespaceRoutes,
+  registerGroupRoutes,
+  registerProjectRoutes,
+];
+
+export interface CreateAppOptions {
+  metrics?: Metrics;
+}
+
+/** The Koa application without a listening socket (main.ts listens; tests drive it in-process). */
+export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppState> {
+  const app = new Koa<AppState>();
+  app.proxy = false;
+  const metrics = options.metrics ?? new Metrics();
+  const api = new ApiRouter(API_PREFIX);
+  for (const register of API_MODULES) register(api);
+  const openApi = buildOpenApi(api.operations, { version: DEPOT_VERSION, baseUrl: deps.config.baseUrl });
+
+  app.use(async (ctx, next) => {
+    ctx.state.deps = deps;
+    await next();
+  });
+  app.use(requestContext(deps.logger, metrics));
+  app.use(errorHandler());
+
+  // Operational endpoints.
+  app.use(async (ctx, next) => {
+    switch (ctx.path) {
+      case '/-/health':
+        ctx.type = 'text/plain';
+        ctx.body = 'Depot OK';
+        return;
+      case '/-/liveness':
+        ctx.body = { status: 'ok' };
+        return;
+      case '/-/readiness':
+        ctx.body = await readiness(deps);
+        if (ctx.body && (ctx.body as { status: string }).status !== 'ok') ctx.status = 503;
+        return;
+      case '/-/metrics':
+        ctx.type = metrics.registry.contentType;
+        ctx.body = await metrics.registry.metrics();
+        return;
+      default:
+        await next();
+    }
+  });
+
+  app.use(async (ctx, next) => {
+    if (ctx.path === API_PREFIX || ctx.path.startsWith(`${API_PREFIX}/`)) {
+      ctx.set('X-Content-Type-Options', 'nosniff');
+      ctx.set('X-Frame-Options', 'SAMEORIGIN');
+    }
+    if (ctx.path === `${API_PREFIX}/openapi.json` && (ctx.method === 'GET' || ctx.method === 'HEAD')) {
+      ctx.body = openApi;
+      return;
+    }
+    if (ctx.path.startsWith('/api/v3/') || ctx.path === '/api/v3') {
+      ctx.status = 410;
+      ctx.body = { error: 'API V3 is no longer supported. Use API V4 instead.' };
+      return;
+    }
+    await next();
+  });
+  app.use(api.router.routes());
+  app.use(async (ctx) => {
+    ctx.status = 404;
+    ctx.body = { error: '404 Not Found' };
+  });
+  return app;
+}
+
+/** Readiness: the database answers and every storage root is a writable directory. */
+async function readiness(deps: Deps) {
+  const checks: Record<string, { status: string; message?: string }> = {};
+  try {
+    await sql`SELECT 1`.execute(deps.db);
+    checks.database = { status: 'ok' };
+  } catch {
+    checks.database = { status: 'failed', message: 'database unreachable' };
+  }
+  for (const name of deps.storages.names()) {
+    try {
+      await fs.access(deps.storages.root(name), fs.constants.W_OK);
+      checks[`storage_${name}`] = { status: 'ok' };
+    } catch {
+      checks[`storage_${name}`] = { status: 'failed', message: 'storage root not writable' };
+    }
+  }
+  const ok = Object.values(checks).every((c) => c.status === 'ok');
+  return { status: ok ? 'ok' : 'failed', checks };
+}

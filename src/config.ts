@@ -1,0 +1,100 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/** Every setting Depot reads, validated once at start-up (DESIGN.md §3). */
+export interface Config {
+  port: number;
+  host: string;
+  /** External URL without a trailing slash, used in links, web_url and Link headers. */
+  baseUrl: string;
+  storageDir: string;
+  /** Set → PostgreSQL through `pg`; unset → embedded PGlite under `<storageDir>/db`. */
+  databaseUrl: string | undefined;
+  /** Named storage roots, absolute paths. `default` always exists. */
+  repositoryStorages: Record<string, string>;
+  adminPassword: string | undefined;
+  adminToken: string | undefined;
+  logLevel: string;
+  /** Seed a demo group and project on first start (default: on with the embedded database). */
+  seedDemo: boolean;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const STORAGE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+export class ConfigError extends Error {}
+
+const envBoolean = (name: string, value: string | undefined, fallback: boolean): boolean => {
+  if (value === undefined || value === '') return fallback;
+  if (/^(1|true|yes|on)$/i.test(value)) return true;
+  if (/^(0|false|no|off)$/i.test(value)) return false;
+  throw new ConfigError(`${name} must be true or false, got "${value}"`);
+};
+
+/** Parses `name=path,name=path`; relative paths are resolved against `cwd`. */
+export function parseRepositoryStorages(value: string, cwd: string): Record<string, string> {
+  const storages: Record<string, string> = {};
+  for (const item of value.split(',')) {
+    const entry = item.trim();
+    if (entry === '') continue;
+    const eq = entry.indexOf('=');
+    if (eq <= 0 || eq === entry.length - 1) {
+      throw new ConfigError(`REPOSITORY_STORAGES entries must look like name=path, got "${entry}"`);
+    }
+    const name = entry.slice(0, eq).trim();
+    const dir = entry.slice(eq + 1).trim();
+    if (!STORAGE_NAME.test(name)) {
+      throw new ConfigError(`REPOSITORY_STORAGES: invalid storage name "${name}"`);
+    }
+    if (storages[name] !== undefined) {
+      throw new ConfigError(`REPOSITORY_STORAGES: storage "${name}" is named twice`);
+    }
+    storages[name] = path.resolve(cwd, dir);
+  }
+  return storages;
+}
+
+/** Reads the configuration from environment variables (all optional). */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
+  const port = z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .safeParse(env.PORT ?? '8080');
+  if (!port.success) throw new ConfigError(`PORT must be a port number, got "${env.PORT}"`);
+  const host = env.HOST || '127.0.0.1';
+  const storageDir = path.resolve(cwd, env.STORAGE_DIR || './storage');
+  const logLevel = env.LOG_LEVEL || 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  let baseUrl = env.BASE_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port.data}`;
+  try {
+    const url = new URL(baseUrl);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('protocol');
+    baseUrl = url.toString().replace(/\/+$/, '');
+  } catch {
+    throw new ConfigError(`BASE_URL must be an http(s) URL, got "${env.BASE_URL}"`);
+  }
+  const storages = parseRepositoryStorages(
+    env.REPOSITORY_STORAGES || `default=${path.join(storageDir, 'repositories', 'default')}`,
+    cwd,
+  );
+  if (storages.default === undefined) {
+    throw new ConfigError('REPOSITORY_STORAGES must name a storage called "default"');
+  }
+  const databaseUrl = env.DATABASE_URL || undefined;
+  return {
+    port: port.data,
+    host,
+    baseUrl,
+    storageDir,
+    databaseUrl,
+    repositoryStorages: storages,
+    adminPassword: env.ADMIN_PASSWORD || undefined,
+    adminToken: env.ADMIN_TOKEN || undefined,
+    logLevel,
+    seedDemo: envBoolean('SEED_DEMO', env.SEED_DEMO, databaseUrl === undefined),
+  };
+}

@@ -1,0 +1,161 @@
+import { type Insertable, type SqlBool, sql, type Updateable } from 'kysely';
+import type { Db } from '../database.js';
+import type { Project, ProjectsTable } from '../schema.js';
+import { projectLevelOf, projectVisibleTo, type Viewer } from './access.js';
+
+export function findProjectById(db: Db, id: number): Promise<Project | undefined> {
+  return db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function findProjectByFullPath(db: Db, fullPath: string): Promise<Project | undefined> {
+  return db
+    .selectFrom('projects')
+    .selectAll()
+    .where(sql`lower(full_path)`, '=', fullPath.toLowerCase())
+    .executeTakeFirst();
+}
+
+export function insertProject(db: Db, values: Insertable<ProjectsTable>): Promise<Project> {
+  return db.insertInto('projects').values(values).returningAll().executeTakeFirstOrThrow();
+}
+
+export function updateProject(db: Db, id: number, changes: Updateable<ProjectsTable>) {
+  return db.updateTable('projects').set(changes).where('id', '=', id).returningAll().executeTakeFirst();
+}
+
+export async function deleteProject(db: Db, id: number): Promise<void> {
+  await db.deleteFrom('members').where('source_type', '=', 'project').where('source_id', '=', id).execute();
+  await db.deleteFrom('projects').where('id', '=', id).execute();
+}
+
+export async function countProjectsInSubtree(db: Db, namespaceId: number): Promise<number> {
+  const row = await db
+    .selectFrom('projects as p')
+    .innerJoin('namespaces as ns', 'ns.id', 'p.namespace_id')
+    .select(sql<number>`count(*)::int`.as('n'))
+    .where(sql<SqlBool>`${namespaceId} = ANY(ns.traversal_ids)`)
+    .executeTakeFirstOrThrow();
+  return row.n;
+}
+
+export function projectsInSubtree(db: Db, namespaceId: number): Promise<Project[]> {
+  return db
+    .selectFrom('projects as p')
+    .innerJoin('namespaces as ns', 'ns.id', 'p.namespace_id')
+    .selectAll('p')
+    .where(sql<SqlBool>`${namespaceId} = ANY(ns.traversal_ids)`)
+    .execute();
+}
+
+export const PROJECT_ORDER_COLUMNS = [
+  'id',
+  'name',
+  'path',
+  'created_at',
+  'updated_at',
+  'last_activity_at',
+  'similarity',
+  'star_count',
+  'storage_size',
+  'repository_size',
+] as const;
+export type ProjectOrder = (typeof PROJECT_ORDER_COLUMNS)[number];
+
+export interface ProjectFilter {
+  viewer: Viewer;
+  /** Only projects in these namespaces. */
+  namespaceIds?: number[];
+  owned?: boolean;
+  membership?: boolean;
+  minAccessLevel?: number;
+  search?: string;
+  /** Search the namespace's full path as well as the project's name. */
+  searchNamespaces?: boolean;
+  visibility?: string;
+  archived?: boolean;
+  topic?: string[];
+  repositoryStorage?: string;
+  idAfter?: number;
+  idBefore?: number;
+  lastActivityAfter?: Date;
+  lastActivityBefore?: Date;
+  orderBy: ProjectOrder;
+  sort: 'asc' | 'desc';
+}
+
+function projectQuery(db: Db, f: ProjectFilter) {
+  let q = db
+    .selectFrom('projects as p')
+    .innerJoin('namespaces as ns', 'ns.id', 'p.namespace_id')
+    .where(projectVisibleTo(f.viewer));
+  if (f.namespaceIds) q = q.where('p.namespace_id', 'in', f.namespaceIds.length > 0 ? f.namespaceIds : [-1]);
+  const userId = f.viewer.userId;
+  if (userId !== null) {
+    const level = projectLevelOf(userId, f.viewer.today);
+    if (f.owned) {
+      q = q.where((eb) =>
+        eb.or([eb.and([eb('ns.kind', '=', 'user'), eb('ns.owner_id', '=', userId)]), eb(level, '>=', 50)]),
+      );
+    }
+    if (f.membership) q = q.where(level, '>=', 10);
+    if (f.minAccessLevel !== undefined) q = q.where(level, '>=', f.minAccessLevel);
+  }
+  if (f.search) {
+    const term = `%${f.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    q = q.where((eb) => {
+      const terms = [
+        eb(sql`lower(p.name)`, 'like', term),
+        eb(sql`lower(p.path)`, 'like', term),
+        eb(sql`lower(coalesce(p.description, ''))`, 'like', term),
+      ];
+      if (f.searchNamespaces) terms.push(eb(sql`lower(p.full_path)`, 'like', term));
+      return eb.or(terms);
+    });
+  }
+  if (f.visibility) q = q.where('p.visibility', '=', f.visibility as Project['visibility']);
+  if (f.archived !== undefined) q = q.where('p.archived', '=', f.archived);
+  for (const topic of f.topic ?? []) {
+    q = q.where(sql<SqlBool>`p.topics @> ${JSON.stringify([topic])}::jsonb`);
+  }
+  if (f.repositoryStorage !== undefined) q = q.where('p.repository_storage', '=', f.repositoryStorage);
+  if (f.idAfter !== undefined) q = q.where('p.id', '>', f.idAfter);
+  if (f.idBefore !== undefined) q = q.where('p.id', '<', f.idBefore);
+  if (f.lastActivityAfter) q = q.where('p.last_activity_at', '>', f.lastActivityAfter);
+  if (f.lastActivityBefore) q = q.where('p.last_activity_at', '<', f.lastActivityBefore);
+  return q;
+}
+
+export function listProjects(db: Db, f: ProjectFilter, window: { limit: number; offset: number }): Promise<Project[]> {
+  let q = projectQuery(db, f).selectAll('p');
+  switch (f.orderBy) {
+    case 'name':
+    case 'path':
+      q = q.orderBy(sql`lower(p.${sql.ref(f.orderBy)})`, f.sort);
+      break;
+    case 'created_at':
+    case 'updated_at':
+    case 'last_activity_at':
+      q = q.orderBy(`p.${f.orderBy}`, f.sort);
+      break;
+    case 'similarity':
+      // Exact name matches first, then prefix matches, then the rest.
+      q = q.orderBy(
+        sql`CASE WHEN lower(p.name) = ${(f.search ?? '').toLowerCase()} THEN 0
+          WHEN lower(p.name) LIKE ${`${(f.search ?? '').toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`} THEN 1 ELSE 2 END`,
+        'asc',
+      );
+      break;
+    default:
+      break;
+  }
+  q = q.orderBy('p.id', f.sort);
+  return q.limit(window.limit).offset(window.offset).execute();
+}
+
+export async function countProjects(db: Db, f: ProjectFilter, cap: number): Promise<number> {
+  const row = await db
+    .selectFrom(projectQuery(db, f).select('p.id').limit(cap).as('t'))
+    .select(sql<number>`count(*)::int`.as('n'))
+    .executeTakeFirstOrThrow();
+  return row.n;
+}

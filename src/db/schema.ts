@@ -1,0 +1,193 @@
+import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+
+/** A timestamptz column: written as a Date (or left to its default), read as a Date. */
+type Timestamp = ColumnType<Date, Date | undefined, Date>;
+type NullableTimestamp = ColumnType<Date | null, Date | null | undefined, Date | null>;
+/** A date column, read and written as `YYYY-MM-DD`. */
+type DateString = ColumnType<string | null, string | null | undefined, string | null>;
+type Json<T> = ColumnType<T, string, string>;
+
+export type Visibility = 'private' | 'internal' | 'public';
+export type UserState = 'active' | 'blocked' | 'deactivated';
+export type MemberSource = 'group' | 'project';
+
+export interface UsersTable {
+  id: Generated<number>;
+  username: string;
+  email: string;
+  name: string;
+  password_digest: string | null;
+  admin: Generated<boolean>;
+  state: Generated<UserState>;
+  bio: Generated<string>;
+  location: Generated<string>;
+  public_email: string | null;
+  website_url: Generated<string>;
+  organization: Generated<string>;
+  job_title: Generated<string>;
+  pronouns: string | null;
+  linkedin: Generated<string>;
+  twitter: Generated<string>;
+  discord: Generated<string>;
+  skype: Generated<string>;
+  note: string | null;
+  can_create_group: Generated<boolean>;
+  projects_limit: Generated<number>;
+  external: Generated<boolean>;
+  private_profile: Generated<boolean>;
+  bot: Generated<boolean>;
+  two_factor_enabled: Generated<boolean>;
+  theme_id: Generated<number>;
+  color_scheme_id: Generated<number>;
+  created_by_id: number | null;
+  confirmed_at: NullableTimestamp;
+  last_sign_in_at: NullableTimestamp;
+  current_sign_in_at: NullableTimestamp;
+  last_activity_on: DateString;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface NamespacesTable {
+  id: Generated<number>;
+  kind: 'user' | 'group';
+  name: string;
+  path: string;
+  /** `parent/child/...`; kept in step with `path` and the parent's full path. */
+  full_path: string;
+  parent_id: number | null;
+  /** Ids from the root namespace down to this one, inclusive (GitLab's traversal_ids). */
+  traversal_ids: ColumnType<number[], number[], number[]>;
+  owner_id: number | null;
+  description: Generated<string>;
+  visibility: Visibility;
+  request_access_enabled: Generated<boolean>;
+  project_creation_level: Generated<string>;
+  subgroup_creation_level: Generated<string>;
+  lfs_enabled: Generated<boolean>;
+  share_with_group_lock: Generated<boolean>;
+  require_two_factor_authentication: Generated<boolean>;
+  two_factor_grace_period: Generated<number>;
+  emails_enabled: Generated<boolean>;
+  mentions_disabled: Generated<boolean>;
+  default_branch: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProjectFeatures {
+  issues: string;
+  repository: string;
+  merge_requests: string;
+  forking: string;
+  wiki: string;
+  builds: string;
+  snippets: string;
+  pages: string;
+  analytics: string;
+  operations: string;
+  security_and_compliance: string;
+  container_registry: string;
+  environments: string;
+  feature_flags: string;
+  infrastructure: string;
+  releases: string;
+  monitor: string;
+  model_experiments: string;
+  model_registry: string;
+  requirements: string;
+}
+
+export interface ProjectsTable {
+  id: Generated<number>;
+  namespace_id: number;
+  name: string;
+  path: string;
+  full_path: string;
+  description: string | null;
+  visibility: Visibility;
+  default_branch: string | null;
+  creator_id: number | null;
+  repository_storage: string;
+  repository_read_only: Generated<boolean>;
+  archived: Generated<boolean>;
+  request_access_enabled: Generated<boolean>;
+  lfs_enabled: Generated<boolean>;
+  features: Json<ProjectFeatures>;
+  topics: Json<string[]>;
+  settings: Json<Record<string, unknown>>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  last_activity_at: Timestamp;
+}
+
+export interface MembersTable {
+  id: Generated<number>;
+  source_type: MemberSource;
+  source_id: number;
+  user_id: number;
+  access_level: number;
+  expires_at: DateString;
+  created_by_id: number | null;
+  /** Set while the row is a pending access request, null once it is a membership. */
+  requested_at: NullableTimestamp;
+  invite_source: string | null;
+  ldap: Generated<boolean>;
+  override: Generated<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface PersonalAccessTokensTable {
+  id: Generated<number>;
+  user_id: number;
+  name: string;
+  description: string | null;
+  token_digest: string;
+  scopes: Json<string[]>;
+  expires_at: DateString;
+  revoked: Generated<boolean>;
+  impersonation: Generated<boolean>;
+  previous_personal_access_token_id: number | null;
+  last_used_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface EventsTable {
+  id: Generated<number>;
+  action: string;
+  author_id: number;
+  project_id: number | null;
+  group_id: number | null;
+  target_type: string | null;
+  target_id: number | null;
+  target_title: string | null;
+  push_data: Json<Record<string, unknown> | null>;
+  created_at: Timestamp;
+}
+
+export interface ApplicationSettingsTable {
+  key: string;
+  value: Json<unknown>;
+  updated_at: Timestamp;
+}
+
+export interface DB {
+  users: UsersTable;
+  namespaces: NamespacesTable;
+  projects: ProjectsTable;
+  members: MembersTable;
+  personal_access_tokens: PersonalAccessTokensTable;
+  events: EventsTable;
+  application_settings: ApplicationSettingsTable;
+}
+
+export type User = Selectable<UsersTable>;
+export type NewUser = Insertable<UsersTable>;
+export type UserUpdate = Updateable<UsersTable>;
+export type Namespace = Selectable<NamespacesTable>;
+export type Project = Selectable<ProjectsTable>;
+export type Member = Selectable<MembersTable>;
+export type PersonalAccessToken = Selectable<PersonalAccessTokensTable>;
+export type Event = Selectable<EventsTable>;

@@ -1,0 +1,72 @@
+import { randomUUID } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { Logger } from 'pino';
+import { GitError } from '../git/errors.js';
+import type { AppState } from './context.js';
+import { ApiError } from './errors.js';
+import type { Metrics } from './metrics.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+/** Parameters that carry secrets and must not reach the logs. */
+const SECRET_PARAMS = /([?&](?:private_token|access_token|token|client_secret|password|code|refresh_token)=)[^&]*/gi;
+
+export const redactUrl = (url: string) => url.replace(SECRET_PARAMS, '$1[FILTERED]');
+
+/** Request id (taken from `X-Request-Id` when well-formed), per-request logger, access log, metrics. */
+export function requestContext(logger: Logger, metrics: Metrics): Middleware<AppState> {
+  return async (ctx, next) => {
+    const incoming = ctx.get('X-Request-Id');
+    const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
+    ctx.state.log = logger.child({ request_id: requestId });
+    const started = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+      const label = typeof route === 'string' ? route : 'unmatched';
+      metrics.requests.inc({ method: ctx.method, route: label, status: String(ctx.status) });
+      metrics.duration.observe({ method: ctx.method, route: label }, seconds);
+      ctx.state.log.info(
+        { method: ctx.method, path: redactUrl(ctx.originalUrl), status: ctx.status, duration_s: seconds },
+        'request',
+      );
+    }
+  };
+}
+
+/** Maps every error to GitLab's bodies; unexpected failures are logged and hidden. */
+export function errorHandler(): Middleware<AppState> {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      const { status, body, headers } = toResponse(error);
+      if (status >= 500) ctx.state.log?.error({ err: error }, 'request failed');
+      ctx.status = status;
+      ctx.set(headers);
+      ctx.body = body;
+    }
+  };
+}
+
+function toResponse(error: unknown): { status: number; body: unknown; headers: Record<string, string> } {
+  if (error instanceof ApiError) return { status: error.status, body: error.body, headers: error.headers };
+  if (error instanceof GitError) {
+    if (error.code === 'invalid_argument') return { status: 400, body: { message: '400 Bad request' }, headers: {} };
+    if (error.code === 'timeout') {
+      return { status: 503, body: { message: '503 Service Unavailable' }, headers: {} };
+    }
+  }
+  // Body-parser and other HTTP errors thrown by Koa middleware carry an `expose`d status.
+  const httpError = error as { status?: number; statusCode?: number; expose?: boolean; type?: string };
+  const status = httpError.status ?? httpError.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    if (status === 413) return { status, body: { message: '413 Request Entity Too Large' }, headers: {} };
+    if (status === 415) return { status, body: { message: '415 Unsupported Media Type' }, headers: {} };
+    return { status: 400, body: { message: '400 Bad request - The request body could not be parsed' }, headers: {} };
+  }
+  return { status: 500, body: { message: '500 Internal Server Error' }, headers: {} };
+}

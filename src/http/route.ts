@@ -1,0 +1,114 @@
+import Router from '@koa/router';
+import type { Middleware } from 'koa';
+import { koaBody } from 'koa-body';
+import qs from 'qs';
+import { z } from 'zod';
+import { API_SCOPES, type ScopeRule } from '../services/auth.js';
+import { authenticate } from './auth.js';
+import type { AppContext, AppState } from './context.js';
+import { type Params, validateParams } from './params.js';
+
+export type Method = 'get' | 'post' | 'put' | 'delete' | 'patch';
+
+export interface RouteOptions<S extends z.ZodType> {
+  /** One line for the OpenAPI document. */
+  summary: string;
+  /** The route's parameters: a zod object over merged path, query and body values. */
+  params?: S;
+  /** `required`: anonymous callers get 401. Default `optional` (visibility rules decide). */
+  auth?: 'optional' | 'required';
+  /** Scopes this endpoint accepts besides `api` and `read_api` (e.g. `read_user`). */
+  scopes?: readonly ScopeRule[];
+  /** Handles its own body (streams): no body parsing. */
+  rawBody?: boolean;
+  tags?: string[];
+}
+
+export type Handler<S extends z.ZodType> = (ctx: AppContext, params: z.output<S>) => Promise<void> | void;
+
+export interface Operation {
+  method: Method;
+  /** Koa path (`/projects/:id`). */
+  path: string;
+  summary: string;
+  tags: string[];
+  params: z.ZodType | undefined;
+  auth: 'optional' | 'required';
+}
+
+export const MAX_JSON_BODY = '20mb';
+
+const parseBody = koaBody({
+  json: true,
+  urlencoded: true,
+  multipart: true,
+  text: false,
+  jsonLimit: MAX_JSON_BODY,
+  formLimit: MAX_JSON_BODY,
+  parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never[],
+  queryString: { depth: 10, arrayLimit: 1000, parameterLimit: 10000 },
+  formidable: { maxFileSize: 20 * 1024 * 1024, maxFields: 10000 },
+});
+
+/** Rack-style query parsing: `a[]=x&a[]=y` → `{a: [x, y]}`; a repeated plain name keeps the last value. */
+export function parseQuery(querystring: string): Params {
+  return qs.parse(querystring, { depth: 10, arrayLimit: 1000, parameterLimit: 10000, duplicates: 'last' }) as Params;
+}
+
+/** Query, then body, then path parameters: later sources win, as in Grape. */
+export function mergedParams(ctx: AppContext): Params {
+  const body = ctx.request.body;
+  const bodyParams = body && typeof body === 'object' && !Array.isArray(body) ? (body as Params) : {};
+  return { ...parseQuery(ctx.querystring), ...bodyParams, ...ctx.params };
+}
+
+/**
+ * A router whose routes declare their parameters once: the zod schema validates requests and
+ * feeds the OpenAPI document. Each route runs: authenticate → validate params → handler.
+ */
+export class ApiRouter {
+  readonly router = new Router<AppState>();
+  readonly operations: Operation[] = [];
+
+  constructor(readonly prefix = '') {}
+
+  get<S extends z.ZodType>(path: string, options: RouteOptions<S>, handler: Handler<S>): this {
+    return this.add('get', path, options, handler);
+  }
+  post<S extends z.ZodType>(path: string, options: RouteOptions<S>, handler: Handler<S>): this {
+    return this.add('post', path, options, handler);
+  }
+  put<S extends z.ZodType>(path: string, options: RouteOptions<S>, handler: Handler<S>): this {
+    return this.add('put', path, options, handler);
+  }
+  patch<S extends z.ZodType>(path: string, options: RouteOptions<S>, handler: Handler<S>): this {
+    return this.add('patch', path, options, handler);
+  }
+  delete<S extends z.ZodType>(path: string, options: RouteOptions<S>, handler: Handler<S>): this {
+    return this.add('delete', path, options, handler);
+  }
+
+  private add<S extends z.ZodType>(method: Method, path: string, options: RouteOptions<S>, handler: Handler<S>): this {
+    const auth = options.auth ?? 'optional';
+    const rules = [...(options.scopes ?? []), ...API_SCOPES];
+    const schema = options.params ?? (z.object({}) as unknown as S);
+    const chain: Middleware<AppState, AppContext>[] = [];
+    if (method !== 'get' && !options.rawBody) chain.push(parseBody as unknown as Middleware<AppState, AppContext>);
+    chain.push(async (ctx) => {
+      const raw = mergedParams(ctx);
+      ctx.state.actor = await authenticate(ctx, raw, rules, auth);
+      const params = validateParams(schema, raw);
+      await handler(ctx, params);
+    });
+    this.router[method](this.prefix + path, ...(chain as Middleware[]));
+    this.operations.push({
+      method,
+      path: this.prefix + path,
+      summary: options.summary,
+      tags: options.tags ?? [],
+      params: options.params,
+      auth,
+    });
+    return this;
+  }
+}

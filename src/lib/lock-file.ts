@@ -1,0 +1,52 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+export class LockedError extends Error {}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Takes an exclusive lock file holding this process id. A lock left by a process that is gone
+ * is taken over; a live holder → LockedError. The lock is written to a temporary file and
+ * hard-linked into place, so two starters cannot both win.
+ */
+export function acquireLock(lockPath: string, what: string): () => void {
+  fs.mkdirSync(path.dirname(lockPath), { recursive: true });
+  const temp = `${lockPath}.${process.pid}.tmp`;
+  fs.writeFileSync(temp, `${process.pid}\n`, { mode: 0o600 });
+  try {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        fs.linkSync(temp, lockPath);
+        return () => {
+          try {
+            if (fs.readFileSync(lockPath, 'utf8').trim() === String(process.pid)) fs.unlinkSync(lockPath);
+          } catch {
+            // Already gone.
+          }
+        };
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        const holder = Number.parseInt(fs.readFileSync(lockPath, 'utf8'), 10);
+        if (Number.isInteger(holder) && holder !== process.pid && processAlive(holder)) {
+          throw new LockedError(
+            `${what} is already in use by process ${holder} (lock file ${lockPath}). ` +
+              'Only one Depot process may use the embedded database; stop the other one, or use ' +
+              'PostgreSQL (DATABASE_URL) to run several.',
+          );
+        }
+        fs.unlinkSync(lockPath); // stale: its process is gone
+      }
+    }
+    throw new LockedError(`could not take the lock ${lockPath}`);
+  } finally {
+    fs.rmSync(temp, { force: true });
+  }
+}

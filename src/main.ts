@@ -1,0 +1,86 @@
+import http from 'node:http';
+import path from 'node:path';
+import pino from 'pino';
+import { createApp } from './app.js';
+import { ConfigError, loadConfig } from './config.js';
+import { type Database, migrateToLatest, openPglite, openPostgres } from './db/database.js';
+import { checkGitVersion } from './git/command.js';
+import { systemClock } from './lib/clock.js';
+import { acquireLock, LockedError } from './lib/lock-file.js';
+import { ensureRootUser } from './services/bootstrap.js';
+import type { Deps } from './services/deps.js';
+import { seedDemo } from './services/seed.js';
+import { Storages } from './storage/storages.js';
+
+/** Starts Depot: config, git check, lock, database, migrations, bootstrap, listen. */
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const logger = pino({ level: config.logLevel, base: { service: 'depot' } });
+  const gitVersion = await checkGitVersion();
+  let releaseLock: (() => void) | undefined;
+  let database: Database;
+  if (config.databaseUrl) {
+    database = openPostgres(config.databaseUrl);
+  } else {
+    const dataDir = path.join(config.storageDir, 'db');
+    releaseLock = acquireLock(`${dataDir}.lock`, `The embedded database ${dataDir}`);
+    database = await openPglite(dataDir);
+  }
+  const storages = new Storages(config.repositoryStorages);
+  storages.ensureRoots();
+  await migrateToLatest(database.db);
+  const deps: Deps = { config, db: database.db, clock: systemClock, logger, storages };
+  const bootstrap = await ensureRootUser(deps);
+  if (bootstrap.created) {
+    if (bootstrap.credentialsFile) {
+      const lines = [
+        '',
+        'Depot created the root administrator.',
+        ...(bootstrap.generatedPassword ? [`  password:              ${bootstrap.generatedPassword}`] : []),
+        ...(bootstrap.generatedToken ? [`  personal access token: ${bootstrap.generatedToken}`] : []),
+        `They are also in ${bootstrap.credentialsFile} (readable only by you). This is the only time they are printed.`,
+        '',
+      ];
+      process.stdout.write(`${lines.join('\n')}\n`);
+    }
+    if (config.seedDemo) {
+      const seeded = await seedDemo(deps);
+      logger.info({ project: seeded.full_path }, 'seeded the demo project');
+    }
+  }
+  const app = createApp(deps);
+  const server = http.createServer(app.callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, resolve);
+  });
+  logger.info({ url: config.baseUrl, git: gitVersion, database: database.kind }, 'Depot is listening');
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    server.close();
+    server.closeIdleConnections();
+    await database.close();
+    releaseLock?.();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof LockedError) {
+    process.stderr.write(`depot: ${error.message}\n`);
+  } else if (error instanceof Error && /git/.test(error.message) && !error.stack?.includes('node_modules')) {
+    process.stderr.write(`depot: ${error.message}\n`);
+  } else {
+    process.stderr.write(
+      `depot: failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+  }
+  process.exit(1);
+});

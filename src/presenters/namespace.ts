@@ -1,0 +1,42 @@
+import type { Namespace } from '../db/schema.js';
+import type { PresentContext } from './user.js';
+
+/** Web URL of a namespace: `/<username>` for users, `/groups/<full_path>` for groups. */
+export function namespaceWebUrl(ns: Namespace, pc: PresentContext): string {
+  return ns.kind === 'user' ? `${pc.baseUrl}/${ns.full_path}` : `${pc.baseUrl}/groups/${ns.full_path}`;
+}
+
+/** GitLab's NamespaceBasic entity. */
+export function presentNamespaceBasic(ns: Namespace, pc: PresentContext) {
+  return {
+    id: ns.id,
+    name: ns.name,
+    path: ns.path,
+    kind: ns.kind,
+    full_path: ns.full_path,
+    parent_id: ns.parent_id,
+    avatar_url: null,
+    web_url: namespaceWebUrl(ns, pc),
+  };
+}
+
+/** Counts shown to group owners in the Namespace entity. */
+export interface NamespaceCounts {
+  membersCountWithDescendants: number;
+  projectsCount: number;
+}
+
+/** GitLab's Namespace entity; `counts` only when the caller administers the group. */
+export function presentNamespace(ns: Namespace, pc: PresentContext, counts: NamespaceCounts | null) {
+  return {
+    ...presentNamespaceBasic(ns, pc),
+    ...(counts
+      ? {
+          members_count_with_descendants: counts.membersCountWithDescendants,
+          root_repository_size: null,
+          projects_count: counts.projectsCount,
+        }
+      : {}),
+    billable_members_count: null,
+  };
+}

@@ -1,0 +1,126 @@
+import { findPersonalAccessTokenByDigest, revokeTokenFamily, touchPersonalAccessToken } from '../db/queries/tokens.js';
+import { findUserById, findUserByUsername } from '../db/queries/users.js';
+import type { User } from '../db/schema.js';
+import {
+  forbidden,
+  insufficientScope,
+  invalidToken,
+  notFound,
+  TOKEN_EXPIRED,
+  TOKEN_REVOKED,
+  unauthorized,
+} from '../http/errors.js';
+import { digestToken, safeEqual } from '../lib/crypto.js';
+import { type Deps, today } from './deps.js';
+
+/** A credential that authenticated the request. */
+export interface AuthToken {
+  kind: 'personal_access_token' | 'oauth_access_token';
+  id: number;
+  scopes: string[];
+}
+
+/** The caller of a request: a user (possibly through sudo), or nobody. */
+export interface Actor {
+  user: User | null;
+  token: AuthToken | null;
+  /** The administrator who used sudo to act as `user`. */
+  sudoFrom?: User;
+}
+
+export const ANONYMOUS: Actor = { user: null, token: null };
+
+/** A scope that lets a token use an endpoint; `readOnly` scopes only for GET and HEAD. */
+export interface ScopeRule {
+  scope: string;
+  readOnly?: boolean;
+}
+
+/** Scopes every API endpoint accepts (GitLab's API::API registration). */
+export const API_SCOPES: readonly ScopeRule[] = [{ scope: 'api' }, { scope: 'read_api', readOnly: true }];
+
+/** Credentials found on a request, before any lookup. */
+export interface Credentials {
+  /** `Authorization: Bearer` or the `access_token` parameter: OAuth first, then PAT. */
+  bearer?: string;
+  /** `private_token` parameter, then `PRIVATE-TOKEN` header. */
+  privateToken?: string;
+  /** `Sudo` header or `sudo` parameter. */
+  sudo?: string;
+}
+
+const LAST_USED_INTERVAL_MS = 10 * 60 * 1000;
+
+/** PAT expiry: the token stops working at 00:00 UTC of its `expires_at` date. */
+export function isExpired(expiresAt: string | null, todayDate: string): boolean {
+  return expiresAt !== null && expiresAt <= todayDate;
+}
+
+/**
+ * Resolves the credentials of a request into an actor, applying GitLab's API guard: unknown
+ * token → 401; expired or revoked → 401 invalid_token (a revoked token revokes its family);
+ * missing scope → 403 insufficient_scope; blocked user → 403. `rules` are the scopes the
+ * endpoint accepts.
+ */
+export async function resolveActor(
+  deps: Deps,
+  credentials: Credentials,
+  rules: readonly ScopeRule[],
+  method: string,
+): Promise<Actor> {
+  // OAuth access tokens (Bearer or access_token) are tried first; when the value is not one,
+  // it may still be a personal access token sent as Bearer.
+  const presented = credentials.privateToken ?? credentials.bearer;
+  if (presented === undefined) {
+    if (credentials.sudo !== undefined) throw unauthorized();
+    return ANONYMOUS;
+  }
+  const digest = digestToken(presented);
+  const row = await findPersonalAccessTokenByDigest(deps.db, digest);
+  if (!row || !safeEqual(row.token_digest, digest)) throw unauthorized();
+  const now = deps.clock.now();
+  if (isExpired(row.expires_at, today(deps))) throw invalidToken(TOKEN_EXPIRED);
+  if (row.revoked) {
+    await revokeTokenFamily(deps.db, row.id, now);
+    throw invalidToken(TOKEN_REVOKED);
+  }
+  const token: AuthToken = { kind: 'personal_access_token', id: row.id, scopes: row.scopes };
+  checkScopes(token, rules, method);
+  const user = await findUserById(deps.db, row.user_id);
+  if (!user) throw unauthorized();
+  checkUserMayUseApi(user);
+  if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_INTERVAL_MS) {
+    await touchPersonalAccessToken(deps.db, row.id, now);
+  }
+  const actor: Actor = { user, token };
+  return credentials.sudo === undefined ? actor : applySudo(deps, actor, credentials.sudo);
+}
+
+/** Throws insufficient_scope unless one of the token's scopes admits this request. */
+export function checkScopes(token: AuthToken, rules: readonly ScopeRule[], method: string): void {
+  const readRequest = method === 'GET' || method === 'HEAD';
+  const allowed = rules.some((rule) => token.scopes.includes(rule.scope) && (!rule.readOnly || readRequest));
+  if (!allowed) throw insufficientScope(rules.map((r) => r.scope));
+}
+
+function checkUserMayUseApi(user: User): void {
+  if (user.state === 'blocked') throw forbidden('Your account has been blocked.');
+  if (user.state === 'deactivated') {
+    throw forbidden(
+      'Your account has been deactivated by your administrator. Please log back in from a web browser to reactivate your account',
+    );
+  }
+}
+
+/** GitLab's sudo: an administrator's token with the `sudo` scope acts as another user. */
+async function applySudo(deps: Deps, actor: Actor, identifier: string): Promise<Actor> {
+  const admin = actor.user as User;
+  if (!admin.admin) throw forbidden('Must be admin to use sudo');
+  if (!actor.token) throw forbidden('Must be authenticated using an OAuth or personal access token to use sudo');
+  if (!actor.token.scopes.includes('sudo')) throw insufficientScope(['sudo']);
+  const target = /^\d+$/.test(identifier)
+    ? await findUserById(deps.db, Number(identifier))
+    : await findUserByUsername(deps.db, identifier);
+  if (!target) throw notFound(`User with ID or username '${identifier}'`);
+  return { user: target, token: actor.token, sudoFrom: admin };
+}

@@ -1,0 +1,148 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import pino from 'pino';
+import { inject } from 'vitest';
+import { createApp } from '../../src/app.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { type Database, openPglite, openPostgres } from '../../src/db/database.js';
+import { Metrics } from '../../src/http/metrics.js';
+import { type Clock, ManualClock } from '../../src/lib/clock.js';
+import type { Deps } from '../../src/services/deps.js';
+import { Storages } from '../../src/storage/storages.js';
+
+export interface TestApp {
+  deps: Deps;
+  clock: ManualClock;
+  baseUrl: string;
+  storageDir: string;
+  /** Requests `/api/v4<path>` (or any absolute path starting with `/-/`, `/oauth`...). */
+  request(path: string, options?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+export interface RequestOptions {
+  method?: string;
+  token?: string;
+  headers?: Record<string, string>;
+  /** JSON body (objects) or a raw form body (URLSearchParams). */
+  body?: unknown;
+  query?: Record<string, string | number | boolean | (string | number)[]>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** Parsed JSON body, or undefined when the body is not JSON. */
+  body: any;
+}
+
+/** Opens a fresh database for one test file: a PGlite snapshot copy, or a PostgreSQL template clone. */
+async function openTestDatabase(): Promise<{ database: Database; drop: () => Promise<void> }> {
+  const template = inject('postgresTemplate');
+  if (template && process.env.DATABASE_URL) {
+    const name = `depot_test_${randomBytes(6).toString('hex')}`;
+    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
+    const url = new URL(process.env.DATABASE_URL);
+    url.pathname = `/${name}`;
+    const database = openPostgres(url.toString(), 5);
+    return {
+      database,
+      drop: async () => {
+        await database.close();
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin.end();
+      },
+    };
+  }
+  const snapshot = await fs.readFile(inject('pgliteSnapshot'));
+  const database = await openPglite(undefined, { loadDataDir: new Blob([snapshot]) });
+  return { database, drop: () => database.close() };
+}
+
+/**
+ * Starts Depot in-process on a loopback port with a fresh database and temporary storage.
+ * `storages` adds named storage roots besides `default`.
+ */
+export async function startTestApp(options: { storages?: string[]; clock?: Clock; env?: Record<string, string> } = {}) {
+  const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-app-'));
+  const server = http.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const storageList = ['default', ...(options.storages ?? [])]
+    .map((name) => `${name}=${path.join(storageDir, 'repositories', name)}`)
+    .join(',');
+  const config: Config = loadConfig({
+    PORT: String(port),
+    STORAGE_DIR: storageDir,
+    REPOSITORY_STORAGES: storageList,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...options.env,
+  });
+  const { database, drop } = await openTestDatabase();
+  const clock = options.clock instanceof ManualClock ? options.clock : new ManualClock(new Date());
+  const storages = new Storages(config.repositoryStorages);
+  storages.ensureRoots();
+  const deps: Deps = {
+    config,
+    db: database.db,
+    clock,
+    logger: pino({ level: config.logLevel }),
+    storages,
+  };
+  const app = createApp(deps, { metrics: new Metrics(false) });
+  server.on('request', app.callback());
+  const baseUrl = config.baseUrl;
+
+  const request = async (target: string, opts: RequestOptions = {}): Promise<TestResponse> => {
+    const url = new URL(
+      target.startsWith('/api/') || target.startsWith('/-/') || target.startsWith('/oauth')
+        ? target
+        : `/api/v4${target}`,
+      baseUrl,
+    );
+    for (const [key, value] of Object.entries(opts.query ?? {})) {
+      if (Array.isArray(value)) for (const v of value) url.searchParams.append(`${key}[]`, String(v));
+      else url.searchParams.set(key, String(value));
+    }
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token) headers['PRIVATE-TOKEN'] = opts.token;
+    let body: string | URLSearchParams | undefined;
+    if (opts.body instanceof URLSearchParams) body = opts.body;
+    else if (opts.body !== undefined) {
+      body = JSON.stringify(opts.body);
+      headers['Content-Type'] = 'application/json';
+    }
+    const res = await fetch(url, { method: opts.method ?? 'GET', headers, body, redirect: 'manual' });
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, body: parsed };
+  };
+
+  const testApp: TestApp = {
+    deps,
+    clock,
+    baseUrl,
+    storageDir,
+    request,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await drop();
+      await fs.rm(storageDir, { recursive: true, force: true });
+    },
+  };
+  return testApp;
+}
