@@ -18,7 +18,7 @@ import { DEPOT_VERSION } from './version.js';
 export const API_PREFIX = '/api/v4';
 
 /** Every API module, in one list: each registers its routes on the shared router. */
-const API_MODULES: ((api: ApiRouter) => void)[] = [
+export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerVersionRoutes,
   registerUserRoutes,
   registerTokenRoutes,

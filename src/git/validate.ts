@@ -24,7 +24,7 @@ export function isValidRefFormat(ref: string): boolean {
  * git's rules for `refs/heads/<name>`, plus no leading `-`, not `HEAD`, not already qualified.
  */
 export function isValidBranchName(name: string): boolean {
-  if (name === '' || name === 'HEAD' || name.startsWith('-')) return false;
+  if (name === '' || name === 'HEAD' || name === '@' || name.startsWith('-')) return false;
   if (name.startsWith('refs/heads/') || name.startsWith('refs/remotes/') || name.startsWith('refs/tags/')) {
     return false;
   }

@@ -55,16 +55,14 @@ export async function commitFiles(
     } else {
       await runGit({ gitDir, env, subcommand: 'read-tree', flags: ['--empty'] });
     }
+    const entries: string[] = [];
     for (const file of options.files) {
       if (!isValidRepoPath(file.path)) throw new GitError('invalid_argument', 'invalid file path');
       const blob = await gitText({ gitDir, subcommand: 'hash-object', flags: ['-w', '--stdin'], input: file.content });
-      await runGit({
-        gitDir,
-        env,
-        subcommand: 'update-index',
-        flags: ['--add', `--cacheinfo=${file.mode ?? '100644'},${blob},${file.path}`],
-      });
+      entries.push(`${file.mode ?? '100644'} ${blob}\t${file.path}\0`);
     }
+    // --index-info reads NUL-terminated entries, so any file name passes through unchanged.
+    await runGit({ gitDir, env, subcommand: 'update-index', flags: ['-z', '--index-info'], input: entries.join('') });
     const tree = await gitText({ gitDir, env, subcommand: 'write-tree' });
     const committer = options.committer ?? options.author;
     const commit = await gitText({

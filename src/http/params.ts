@@ -137,9 +137,20 @@ export function validateParams<S extends z.ZodType>(schema: S, input: Params): z
     if (issue.code === 'custom' && issue.path.length === 0) {
       message = issue.message;
     } else {
-      const name = paramName(issue.path);
-      const raw = valueAt(input, issue.path);
-      if (issue.code === 'custom' && issue.message !== 'Invalid input') {
+      let path = issue.path;
+      // A list given as one string (`ids=1,x`) has no element to point at: name the list.
+      for (let i = 1; i < path.length; i++) {
+        const container = valueAt(input, path.slice(0, i));
+        if (container !== undefined && (container === null || typeof container !== 'object')) {
+          path = path.slice(0, i);
+          break;
+        }
+      }
+      const name = paramName(path);
+      const raw = valueAt(input, path);
+      if (path.length < issue.path.length) {
+        message = `${name} is invalid`;
+      } else if (issue.code === 'custom' && issue.message !== 'Invalid input') {
         message = `${name} ${issue.message}`;
       } else if (raw === undefined || raw === null) {
         message = `${name} is missing`;

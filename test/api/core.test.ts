@@ -62,3 +62,138 @@ describe('HTTP core', () => {
     expect(res.body.version).toMatch(/^\d+\.\d+\.\d+$/);
   });
 });
+
+describe('OpenAPI document', () => {
+  it('lists every mounted route with its method', async () => {
+    const { API_MODULES, API_PREFIX } = await import('../../src/app.js');
+    const { ApiRouter } = await import('../../src/http/route.js');
+    const { openApiPath } = await import('../../src/http/openapi.js');
+    const api = new ApiRouter(API_PREFIX);
+    for (const register of API_MODULES) register(api);
+    const res = await app.request('/openapi.json');
+    expect(res.status).toBe(200);
+    expect(res.body.openapi).toBe('3.1.0');
+    const mounted = api.router.stack.flatMap((layer) =>
+      layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${openApiPath(layer.path)}`),
+    );
+    expect(mounted.length).toBeGreaterThan(20);
+    for (const route of mounted) {
+      const [method, path] = route.split(' ') as [string, string];
+      const documented = res.body.paths[path.slice(API_PREFIX.length)] ?? res.body.paths[path];
+      expect(documented?.[method], route).toBeDefined();
+    }
+  });
+
+  it('describes parameters from the route schemas', async () => {
+    const res = await app.request('/openapi.json');
+    const list = res.body.paths['/api/v4/projects'].get;
+    const names = list.parameters.map((p: { name: string }) => p.name);
+    expect(names).toEqual(expect.arrayContaining(['search', 'order_by', 'page', 'per_page']));
+    const orderBy = list.parameters.find((p: { name: string }) => p.name === 'order_by');
+    expect(orderBy.schema.enum).toContain('last_activity_at');
+  });
+});
+
+describe('parameters from every transport', () => {
+  it('reads query arrays in both forms and ignores duplicates the way Rack does', async () => {
+    const user = await makeUser(app);
+    const token = await makeToken(app, user);
+    const both = await app.request('/groups?skip_groups[]=1&skip_groups[]=2&per_page=5&per_page=7', { token });
+    expect(both.status).toBe(200);
+    expect(both.headers.get('x-per-page')).toBe('7');
+    const commas = await app.request('/groups?skip_groups=1,2', { token });
+    expect(commas.status).toBe(200);
+    const bad = await app.request('/groups?skip_groups=1,x', { token });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({ error: 'skip_groups is invalid' });
+  });
+
+  it('accepts JSON, urlencoded and multipart bodies alike', async () => {
+    const user = await makeUser(app);
+    const token = await makeToken(app, user);
+    const json = await app.request('/projects', { method: 'POST', token, body: { name: 'from-json', topics: ['a', 'b'] } });
+    expect(json.status).toBe(201);
+    expect(json.body.topics).toEqual(['a', 'b']);
+    const form = await app.request('/projects', {
+      method: 'POST',
+      token,
+      body: new URLSearchParams([
+        ['name', 'from-form'],
+        ['topics[]', 'x'],
+        ['topics[]', 'y'],
+        ['initialize_with_readme', 'true'],
+      ]),
+    });
+    expect(form.status).toBe(201);
+    expect(form.body.topics).toEqual(['x', 'y']);
+    expect(form.body.empty_repo).toBe(false);
+    const multipart = new FormData();
+    multipart.set('name', 'from-multipart');
+    multipart.set('visibility', 'internal');
+    const res = await fetch(`${app.baseUrl}/api/v4/projects`, { method: 'POST', headers: { 'PRIVATE-TOKEN': token }, body: multipart });
+    expect(res.status).toBe(201);
+    expect(((await res.json()) as { visibility: string }).visibility).toBe('internal');
+  });
+
+  it('answers malformed JSON with a 400, never a 500', async () => {
+    const user = await makeUser(app);
+    const res = await fetch(`${app.baseUrl}/api/v4/projects`, {
+      method: 'POST',
+      headers: { 'PRIVATE-TOKEN': await makeToken(app, user), 'Content-Type': 'application/json' },
+      body: '{"name": ',
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { message: string }).message).toMatch(/^400 Bad request/);
+  });
+
+  it('refuses a body over the size limit with 413', async () => {
+    const user = await makeUser(app);
+    const res = await fetch(`${app.baseUrl}/api/v4/projects`, {
+      method: 'POST',
+      headers: { 'PRIVATE-TOKEN': await makeToken(app, user), 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'big', description: 'x'.repeat(21 * 1024 * 1024) }),
+    });
+    expect(res.status).toBe(413);
+  });
+});
+
+describe('pagination headers', () => {
+  it('sets every GitLab header and builds Link from BASE_URL', async () => {
+    const owner = await makeUser(app);
+    const token = await makeToken(app, owner);
+    const { makeGroup } = await import('../support/factories.js');
+    for (let i = 0; i < 5; i++) await makeGroup(app, owner, { path: `pg-${owner.id}-${i}` });
+    const res = await app.request(`/groups?search=pg-${owner.id}-&per_page=2&page=2&order_by=path`, { token });
+    expect(res.status).toBe(200);
+    expect(res.body.map((g: { path: string }) => g.path)).toEqual([`pg-${owner.id}-2`, `pg-${owner.id}-3`]);
+    expect(res.headers.get('x-total')).toBe('5');
+    expect(res.headers.get('x-total-pages')).toBe('3');
+    expect(res.headers.get('x-page')).toBe('2');
+    expect(res.headers.get('x-per-page')).toBe('2');
+    expect(res.headers.get('x-next-page')).toBe('3');
+    expect(res.headers.get('x-prev-page')).toBe('1');
+    const link = res.headers.get('link') ?? '';
+    const rels = link.split(', ').map((part) => {
+      const [, url, rel] = /^<([^>]+)>; rel="(\w+)"$/.exec(part) ?? [];
+      return { rel, page: new URL(url as string).searchParams.get('page'), url: url as string };
+    });
+    expect(rels.map((r) => [r.rel, r.page])).toEqual([
+      ['prev', '1'],
+      ['next', '3'],
+      ['first', '1'],
+      ['last', '3'],
+    ]);
+    for (const r of rels) {
+      expect(r.url.startsWith(`${app.baseUrl}/api/v4/groups?`)).toBe(true);
+      expect(new URL(r.url).searchParams.get('order_by')).toBe('path');
+      expect(new URL(r.url).searchParams.get('per_page')).toBe('2');
+    }
+    const last = await app.request(`/groups?search=pg-${owner.id}-&per_page=2&page=3&order_by=path`, { token });
+    expect(last.headers.get('x-next-page')).toBe('');
+    expect(last.headers.get('link')).not.toContain('rel="next"');
+    const empty = await app.request('/groups?search=nothing-matches-this&per_page=2', { token });
+    expect(empty.headers.get('x-total')).toBe('0');
+    expect(empty.headers.get('x-total-pages')).toBe('1');
+    expect(empty.headers.get('x-prev-page')).toBe('');
+  });
+});

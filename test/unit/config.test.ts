@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+describe('configuration', () => {
+  it('has the embedded defaults', () => {
+    const config = loadConfig({}, '/srv/depot');
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '127.0.0.1',
+      baseUrl: 'http://127.0.0.1:8080',
+      storageDir: '/srv/depot/storage',
+      databaseUrl: undefined,
+      repositoryStorages: { default: '/srv/depot/storage/repositories/default' },
+      logLevel: 'info',
+      seedDemo: true,
+    });
+  });
+
+  it('reads every variable', () => {
+    const config = loadConfig(
+      {
+        PORT: '9000',
+        HOST: '0.0.0.0',
+        BASE_URL: 'https://git.example.com/',
+        STORAGE_DIR: 'data',
+        DATABASE_URL: 'postgres://u@db/depot',
+        REPOSITORY_STORAGES: 'default=/a, ssd=b',
+        ADMIN_PASSWORD: 'secret-password',
+        ADMIN_TOKEN: 'glpat-abc',
+        LOG_LEVEL: 'warn',
+      },
+      '/srv',
+    );
+    expect(config).toMatchObject({
+      port: 9000,
+      host: '0.0.0.0',
+      baseUrl: 'https://git.example.com',
+      storageDir: '/srv/data',
+      databaseUrl: 'postgres://u@db/depot',
+      repositoryStorages: { default: '/a', ssd: '/srv/b' },
+      adminPassword: 'secret-password',
+      adminToken: 'glpat-abc',
+      logLevel: 'warn',
+      seedDemo: false,
+    });
+  });
+
+  it('refuses bad values with a clear message', () => {
+    expect(() => loadConfig({ PORT: 'eighty' })).toThrow(ConfigError);
+    expect(() => loadConfig({ LOG_LEVEL: 'loud' })).toThrow(/LOG_LEVEL/);
+    expect(() => loadConfig({ BASE_URL: 'ftp://x' })).toThrow(/BASE_URL/);
+    expect(() => loadConfig({ REPOSITORY_STORAGES: 'ssd=/x' })).toThrow(/default/);
+    expect(() => loadConfig({ REPOSITORY_STORAGES: 'default=/a,default=/b' })).toThrow(/twice/);
+    expect(() => loadConfig({ REPOSITORY_STORAGES: '../x=/a,default=/b' })).toThrow(/invalid storage name/);
+    expect(() => loadConfig({ SEED_DEMO: 'perhaps' })).toThrow(/SEED_DEMO/);
+  });
+});
