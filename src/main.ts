@@ -1,35 +1,20 @@
 import http from 'node:http';
-import path from 'node:path';
 import pino from 'pino';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
-import { type Database, migrateToLatest, openPglite, openPostgres } from './db/database.js';
 import { checkGitVersion } from './git/command.js';
-import { systemClock } from './lib/clock.js';
-import { acquireLock, LockedError } from './lib/lock-file.js';
+import { LockedError } from './lib/lock-file.js';
+import { openRuntime } from './runtime.js';
 import { ensureRootUser } from './services/bootstrap.js';
-import type { Deps } from './services/deps.js';
 import { seedDemo } from './services/seed.js';
-import { Storages } from './storage/storages.js';
 
 /** Starts Depot: config, git check, lock, database, migrations, bootstrap, listen. */
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = pino({ level: config.logLevel, base: { service: 'depot' } });
   const gitVersion = await checkGitVersion();
-  let releaseLock: (() => void) | undefined;
-  let database: Database;
-  if (config.databaseUrl) {
-    database = openPostgres(config.databaseUrl);
-  } else {
-    const dataDir = path.join(config.storageDir, 'db');
-    releaseLock = acquireLock(`${dataDir}.lock`, `The embedded database ${dataDir}`);
-    database = await openPglite(dataDir);
-  }
-  const storages = new Storages(config.repositoryStorages);
-  storages.ensureRoots();
-  await migrateToLatest(database.db);
-  const deps: Deps = { config, db: database.db, clock: systemClock, logger, storages };
+  const runtime = await openRuntime(config, { logger });
+  const { deps, database } = runtime;
   const bootstrap = await ensureRootUser(deps);
   if (bootstrap.created) {
     if (bootstrap.credentialsFile) {
@@ -64,8 +49,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down');
     server.close();
     server.closeIdleConnections();
-    await database.close();
-    releaseLock?.();
+    await runtime.close();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

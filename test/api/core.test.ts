@@ -74,7 +74,7 @@ describe('OpenAPI document', () => {
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe('3.1.0');
     const mounted = api.router.stack.flatMap((layer) =>
-      layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${openApiPath(layer.path)}`),
+      layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${openApiPath(String(layer.path))}`),
     );
     expect(mounted.length).toBeGreaterThan(20);
     for (const route of mounted) {
@@ -111,7 +111,11 @@ describe('parameters from every transport', () => {
   it('accepts JSON, urlencoded and multipart bodies alike', async () => {
     const user = await makeUser(app);
     const token = await makeToken(app, user);
-    const json = await app.request('/projects', { method: 'POST', token, body: { name: 'from-json', topics: ['a', 'b'] } });
+    const json = await app.request('/projects', {
+      method: 'POST',
+      token,
+      body: { name: 'from-json', topics: ['a', 'b'] },
+    });
     expect(json.status).toBe(201);
     expect(json.body.topics).toEqual(['a', 'b']);
     const form = await app.request('/projects', {
@@ -130,7 +134,11 @@ describe('parameters from every transport', () => {
     const multipart = new FormData();
     multipart.set('name', 'from-multipart');
     multipart.set('visibility', 'internal');
-    const res = await fetch(`${app.baseUrl}/api/v4/projects`, { method: 'POST', headers: { 'PRIVATE-TOKEN': token }, body: multipart });
+    const res = await fetch(`${app.baseUrl}/api/v4/projects`, {
+      method: 'POST',
+      headers: { 'PRIVATE-TOKEN': token },
+      body: multipart,
+    });
     expect(res.status).toBe(201);
     expect(((await res.json()) as { visibility: string }).visibility).toBe('internal');
   });

@@ -1,0 +1,47 @@
+import path from 'node:path';
+import pino from 'pino';
+import type { Config } from './config.js';
+import { type Database, migrateToLatest, openPglite, openPostgres } from './db/database.js';
+import { systemClock } from './lib/clock.js';
+import { acquireLock } from './lib/lock-file.js';
+import type { Deps } from './services/deps.js';
+import { Storages } from './storage/storages.js';
+
+export interface Runtime {
+  deps: Deps;
+  database: Database;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens what the server and the admin CLI share: the database (locked when embedded), the
+ * storage roots, migrations brought up to date.
+ */
+export async function openRuntime(config: Config, options: { logger?: pino.Logger } = {}): Promise<Runtime> {
+  const logger = options.logger ?? pino({ level: config.logLevel, base: { service: 'depot' } });
+  let releaseLock: (() => void) | undefined;
+  let database: Database;
+  if (config.databaseUrl) {
+    database = openPostgres(config.databaseUrl);
+  } else {
+    const dataDir = path.join(config.storageDir, 'db');
+    releaseLock = acquireLock(`${dataDir}.lock`, `The embedded database ${dataDir}`);
+    try {
+      database = await openPglite(dataDir);
+    } catch (error) {
+      releaseLock();
+      throw error;
+    }
+  }
+  const storages = new Storages(config.repositoryStorages);
+  storages.ensureRoots();
+  await migrateToLatest(database.db);
+  return {
+    deps: { config, db: database.db, clock: systemClock, logger, storages },
+    database,
+    close: async () => {
+      await database.close();
+      releaseLock?.();
+    },
+  };
+}
