@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { countGroups, type GroupFilter, listGroups, subtreeIds } from '../db/queries/namespaces.js';
-import { countProjects, listProjects, PROJECT_ORDER_COLUMNS, type ProjectFilter } from '../db/queries/projects.js';
+import { countProjects, listProjects, type ProjectFilter } from '../db/queries/projects.js';
 import type { Namespace } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
-import { ApiError, badRequestMessage, forbidden, notFound } from '../http/errors.js';
+import { ApiError, badRequestMessage, forbidden, notFound, preconditionFailed } from '../http/errors.js';
 import { paginateQuery } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
@@ -17,7 +17,24 @@ import { buildProjectViews, namespaceFullNames } from '../services/project-views
 import { VISIBILITIES } from '../services/visibility.js';
 import { accepted, created, currentUser, loadGroup } from './helpers.js';
 
-const MIN_ACCESS_LEVELS = [5, 10, 15, 20, 30, 40, 50] as const;
+/** Gitlab::Access.all_values: the levels `min_access_level` accepts. */
+const MIN_ACCESS_LEVELS = [10, 15, 20, 30, 40, 50] as const;
+const minAccessLevel = () => p.int().pipe(z.literal(MIN_ACCESS_LEVELS)).optional();
+
+/** Anonymous group lists refuse offsets past this (GitLab's offset_pagination_limit). */
+const ANONYMOUS_OFFSET_LIMIT_ROWS = 50_000;
+
+/** Orderings GET /groups/:id/projects accepts (a subset of GET /projects'). */
+const GROUP_PROJECT_ORDERS = [
+  'id',
+  'name',
+  'path',
+  'created_at',
+  'updated_at',
+  'last_activity_at',
+  'similarity',
+  'star_count',
+] as const;
 
 const listParams = {
   statistics: p.bool().default(false),
@@ -29,10 +46,7 @@ const listParams = {
   owned: p.bool().default(false),
   order_by: p.enum(['name', 'path', 'id', 'similarity']).default('name'),
   sort: p.enum(['asc', 'desc']).default('asc'),
-  min_access_level: p
-    .int()
-    .pipe(z.union(MIN_ACCESS_LEVELS.map((l) => z.literal(l))))
-    .optional(),
+  min_access_level: minAccessLevel(),
   top_level_only: p.bool().optional(),
   ...pagination(),
 };
@@ -45,7 +59,8 @@ const groupFields = {
   two_factor_grace_period: p.int().optional(),
   project_creation_level: p.enum(['noone', 'owner', 'maintainer', 'developer', 'administrator']).optional(),
   subgroup_creation_level: p.enum(['owner', 'maintainer']).optional(),
-  emails_disabled: p.bool().optional(),
+  // GitLab maps a null emails_disabled to emails enabled.
+  emails_disabled: p.bool().nullable().optional(),
   emails_enabled: p.bool().optional(),
   mentions_disabled: p.bool().optional(),
   lfs_enabled: p.bool().optional(),
@@ -66,24 +81,28 @@ const projectListParams = z.object({
   archived: p.bool().optional(),
   visibility: p.enum(VISIBILITIES).optional(),
   search: p.string().optional(),
-  order_by: p.enum(PROJECT_ORDER_COLUMNS).default('created_at'),
+  active: p.bool().optional(),
+  order_by: p.enum(GROUP_PROJECT_ORDERS).default('created_at'),
   sort: p.enum(['asc', 'desc']).default('desc'),
   simple: p.bool().default(false),
   owned: p.bool().default(false),
   starred: p.bool().default(false),
   with_shared: p.bool().default(true),
   include_subgroups: p.bool().default(false),
-  min_access_level: p.int().optional(),
+  include_ancestor_groups: p.bool().default(false),
+  min_access_level: minAccessLevel(),
   ...pagination(),
 });
 
 type GroupFieldParams = { [K in keyof typeof groupFields]?: z.output<(typeof groupFields)[K]> };
 
 function groupInput(params: GroupFieldParams & { name?: string; path?: string }): GroupInput {
-  const { emails_disabled, emails_enabled, ...rest } = params;
+  const { emails_disabled, emails_enabled, default_branch, ...rest } = params;
   const input: GroupInput = { ...rest };
   if (emails_enabled !== undefined) input.emails_enabled = emails_enabled;
   else if (emails_disabled !== undefined) input.emails_enabled = !emails_disabled;
+  // An empty default branch removes the setting.
+  if (default_branch !== undefined) input.default_branch = default_branch === '' ? null : default_branch;
   return input;
 }
 
@@ -118,6 +137,11 @@ export function viewerOf(ctx: AppContext) {
   };
 }
 
+/**
+ * One page of a group list. Without `all_available`, signed-in users who are not administrators
+ * see only the groups related to them by membership (GitLab's GroupsFinder); anonymous callers
+ * see public groups.
+ */
 async function listGroupPage(
   ctx: AppContext,
   params: z.output<z.ZodObject<typeof listParams>>,
@@ -125,16 +149,17 @@ async function listGroupPage(
 ) {
   const deps = ctx.state.deps;
   const viewer = viewerOf(ctx);
-  const allAvailable = params.all_available ?? (viewer.admin || viewer.userId === null);
+  const allAvailable = params.all_available ?? viewer.admin;
   const filter: GroupFilter = {
     viewer,
     owned: params.owned,
-    membership: !allAvailable && viewer.userId !== null && extra.parentId === undefined,
+    membership: !allAvailable,
     minAccessLevel: params.min_access_level,
     search: params.search,
     visibility: params.visibility,
     skipIds: params.skip_groups,
     topLevelOnly: params.top_level_only,
+    archived: params.archived,
     orderBy: params.order_by === 'similarity' && !params.search ? 'name' : params.order_by,
     sort: params.sort,
     ...extra,
@@ -149,10 +174,23 @@ async function listGroupPage(
   ctx.body = await presentGroups(ctx, groups);
 }
 
+/** GitLab's `check_unmodified_since!`: 412 when the resource changed after `If-Unmodified-Since`. */
+function checkUnmodifiedSince(ctx: AppContext, updatedAt: Date): void {
+  const header = ctx.get('If-Unmodified-Since');
+  const since = header ? Date.parse(header) : Number.NaN;
+  if (!Number.isNaN(since) && updatedAt.getTime() > since) throw preconditionFailed();
+}
+
 export function registerGroupRoutes(api: ApiRouter): void {
-  api.get('/groups', { summary: 'List groups', params: z.object(listParams) }, (ctx, params) =>
-    listGroupPage(ctx, params, {}),
-  );
+  api.get('/groups', { summary: 'List groups', params: z.object(listParams) }, async (ctx, params) => {
+    // Anonymous lists are keyset-capable in GitLab, which caps their offsets.
+    if (!ctx.state.actor.user && params.page * params.per_page > ANONYMOUS_OFFSET_LIMIT_ROWS) {
+      throw new ApiError(405, {
+        error: `Offset pagination has a maximum allowed offset of ${ANONYMOUS_OFFSET_LIMIT_ROWS} for requests that return objects of type Group. Remaining records can be retrieved using keyset pagination.`,
+      });
+    }
+    await listGroupPage(ctx, params, {});
+  });
 
   api.get(
     '/groups/:id',
@@ -223,6 +261,7 @@ export function registerGroupRoutes(api: ApiRouter): void {
     async (ctx, params) => {
       const { group, policy } = await loadGroup(ctx, params.id);
       policy.authorize('remove_group');
+      checkUnmodifiedSince(ctx, group.updated_at);
       await deleteGroup(ctx.state.deps, group);
       accepted(ctx);
     },
@@ -238,22 +277,41 @@ export function registerGroupRoutes(api: ApiRouter): void {
   );
 
   api.get(
+    '/groups/:id/descendant_groups',
+    { summary: 'Descendant groups of a group', params: z.object({ id: p.string(), ...listParams }) },
+    async (ctx, params) => {
+      const { group } = await loadGroup(ctx, params.id);
+      await listGroupPage(ctx, params, { descendantsOf: group.id });
+    },
+  );
+
+  api.get(
     '/groups/:id/projects',
     { summary: 'Projects of a group', params: projectListParams },
     async (ctx, params) => {
       const { group } = await loadGroup(ctx, params.id);
       const deps = ctx.state.deps;
       const namespaceIds = params.include_subgroups ? await subtreeIds(deps.db, group.id) : [group.id];
+      if (params.include_ancestor_groups) namespaceIds.push(...group.traversal_ids.filter((id) => id !== group.id));
+      // `active` means not archived; asking for active and archived at once matches nothing.
+      const archived = params.active === undefined ? params.archived : !params.active;
+      if (params.active !== undefined && params.archived !== undefined && params.archived === params.active) {
+        namespaceIds.length = 0;
+      }
+      // Depot has no stars yet: a signed-in caller has starred nothing (GitLab ignores it for anonymous callers).
+      if (params.starred && ctx.state.actor.user) namespaceIds.length = 0;
+      // Similarity needs a search; without one GitLab orders by name.
+      const bySimilarityWithoutSearch = params.order_by === 'similarity' && !params.search;
       const filter: ProjectFilter = {
         viewer: viewerOf(ctx),
         namespaceIds,
-        archived: params.archived,
+        archived,
         visibility: params.visibility,
         search: params.search,
         owned: params.owned,
         minAccessLevel: params.min_access_level,
-        orderBy: params.order_by === 'created_at' ? 'id' : params.order_by,
-        sort: params.sort,
+        orderBy: params.order_by === 'created_at' ? 'id' : bySimilarityWithoutSearch ? 'name' : params.order_by,
+        sort: bySimilarityWithoutSearch ? 'asc' : params.sort,
       };
       const projects = await paginateQuery(
         ctx,

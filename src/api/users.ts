@@ -3,9 +3,9 @@ import { z } from 'zod';
 import { countUsers, findUsersByIds, listUsers, type UserFilter } from '../db/queries/users.js';
 import type { User } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
-import { forbidden } from '../http/errors.js';
+import { ApiError, forbidden } from '../http/errors.js';
 import { paginateQuery } from '../http/pagination.js';
-import { atLeastOneOf, p, pagination } from '../http/params.js';
+import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { presentPersonalAccessTokenWithToken } from '../presenters/token.js';
 import {
@@ -50,29 +50,58 @@ const listParams = z.object({
   username: p.string().optional(),
   search: p.string().optional(),
   active: p.bool().default(false),
-  blocked: p.bool().default(false),
+  humans: p.bool().default(false),
   external: p.bool().default(false),
-  admins: p.bool().default(false),
-  without_project_bots: p.bool().default(false),
+  blocked: p.bool().default(false),
   created_after: p.datetime().optional(),
   created_before: p.datetime().optional(),
+  without_project_bots: p.bool().default(false),
+  admins: p.bool().default(false),
+  two_factor: p.string().optional(),
+  exclude_active: p.bool().default(false),
+  exclude_external: p.bool().default(false),
+  exclude_humans: p.bool().default(false),
+  exclude_internal: p.bool().default(false),
   order_by: p.enum(['id', 'name', 'username', 'created_at', 'updated_at']).optional(),
   sort: p.enum(['asc', 'desc']).optional(),
   ...pagination(),
 });
 
+const PASSWORD_CHOICES = ['password', 'reset_password', 'force_random_password'];
+/** Parameters GitLab declares before its `at_least_one_of` password rule. */
+const DECLARED_BEFORE_PASSWORD_CHOICE = new Set(['email', 'password', 'reset_password', 'skip_confirmation']);
+
+/**
+ * Grape's `at_least_one_of :password, :reset_password, :force_random_password`. Grape runs every
+ * validator and reports in declaration order, and GitLab declares this rule between `email` and
+ * `name`; so it runs even when other parameters failed, and its message takes that place.
+ */
+function requirePasswordChoice(value: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  if (PASSWORD_CHOICES.some((name) => value[name] !== undefined)) return;
+  const issue = {
+    code: 'custom' as const,
+    message: `${PASSWORD_CHOICES.join(', ')} are missing, at least one parameter must be provided`,
+    path: [],
+    input: value,
+  };
+  const issues = (ctx as unknown as { issues?: { path: PropertyKey[] }[] }).issues;
+  const at = issues?.findIndex((i) => !DECLARED_BEFORE_PASSWORD_CHOICE.has(String(i.path[0]))) ?? -1;
+  if (issues && at >= 0) issues.splice(at, 0, issue);
+  else ctx.addIssue(issue);
+}
+
 const createParams = z
   .object({
     email: p.string(),
-    name: p.string(),
-    username: p.string(),
     password: p.string().optional(),
     reset_password: p.bool().optional(),
-    force_random_password: p.bool().optional(),
     skip_confirmation: p.bool().optional(),
+    name: p.string(),
+    username: p.string(),
+    force_random_password: p.bool().optional(),
     ...profileParams,
   })
-  .superRefine((v, ctx) => atLeastOneOf(v, ['password', 'reset_password', 'force_random_password'], ctx));
+  .superRefine(requirePasswordChoice, { when: () => true });
 
 const updateParams = z.object({
   id: p.string(),
@@ -85,9 +114,15 @@ const updateParams = z.object({
 });
 
 const tokenParams = z.object({
-  user_id: p.string(),
+  user_id: p.int(),
   name: p.string(),
-  scopes: p.array(p.enum(PAT_SCOPES)).refine((s) => s.length > 0),
+  // Grape names the list, not the element, when a value is not allowed.
+  scopes: p
+    .array(p.string())
+    .refine((scopes) => scopes.every((s) => (PAT_SCOPES as readonly string[]).includes(s)), {
+      message: 'does not have a valid value',
+    })
+    .meta({ items: { type: 'string', enum: [...PAT_SCOPES] } }),
   expires_at: p.date().optional(),
   description: p.string().optional(),
 });
@@ -116,6 +151,15 @@ async function highestRole(deps: Deps, userId: number): Promise<number> {
   return rows[0]?.level ?? 0;
 }
 
+/**
+ * GitLab declares `/users/:id` with a digits-only requirement on `:id`: anything else does not
+ * match the route and falls through to the API's catch-all 404.
+ */
+function userIdFromPath(id: string): string {
+  if (!/^\d+$/.test(id)) throw new ApiError(404, { error: '404 Not Found' });
+  return id;
+}
+
 export function registerUserRoutes(api: ApiRouter): void {
   api.get('/user', { summary: 'The signed-in user', auth: 'required', scopes: READ_USER }, async (ctx) => {
     const user = currentUser(ctx);
@@ -129,20 +173,36 @@ export function registerUserRoutes(api: ApiRouter): void {
     const deps = ctx.state.deps;
     const viewer = ctx.state.actor.user;
     const admin = viewer?.admin ?? false;
-    if (!viewer && params.username === undefined) throw forbidden('Not authorized to access /api/v4/users');
+    // Anonymous callers must name one user: no listing of the whole instance.
+    if (!viewer && !params.username?.trim()) throw forbidden('Not authorized to access /api/v4/users');
+    const customOrder = admin && (params.order_by !== undefined || params.sort !== undefined);
+    const search = params.search?.replace(/^@/, '');
     const filter: UserFilter = {
       username: params.username,
-      search: params.search,
+      search,
       active: params.active,
-      blocked: params.blocked,
+      humans: params.humans,
       external: params.external,
+      blocked: params.blocked,
+      // UsersFinder honours `admins` only for administrators.
       admins: admin && params.admins,
       withoutProjectBots: params.without_project_bots,
       createdAfter: admin ? params.created_after : undefined,
       createdBefore: admin ? params.created_before : undefined,
+      twoFactor:
+        admin && (params.two_factor === 'enabled' || params.two_factor === 'disabled') ? params.two_factor : undefined,
+      excludeActive: params.exclude_active,
+      excludeExternal: params.exclude_external,
+      excludeHumans: params.exclude_humans,
       searchEmails: admin,
-      // GitLab maps created_at ordering to id, and defaults to id DESC.
-      orderBy: !admin || !params.order_by || params.order_by === 'created_at' ? 'id' : params.order_by,
+      // A search without an explicit order ranks exact matches first; otherwise GitLab orders by
+      // id DESC, maps created_at to id, and only administrators may choose.
+      orderBy:
+        search !== undefined && search !== '' && !customOrder
+          ? 'search_rank'
+          : !admin || !params.order_by || params.order_by === 'created_at'
+            ? 'id'
+            : params.order_by,
       sort: admin ? (params.sort ?? 'desc') : 'desc',
     };
     const users = await paginateQuery(
@@ -165,9 +225,10 @@ export function registerUserRoutes(api: ApiRouter): void {
     { summary: 'A user', scopes: READ_USER, params: z.object({ id: p.string() }) },
     async (ctx, params) => {
       const deps = ctx.state.deps;
+      const id = userIdFromPath(params.id);
       const viewer = ctx.state.actor.user;
       if (!viewer) throw forbidden('Not authorized!');
-      const user = await requireUser(deps.db, params.id);
+      const user = await requireUser(deps.db, id);
       if (viewer.admin) {
         const extras = (await adminExtras(deps, [user]))(user);
         ctx.body = presentUserDetailsWithAdmin(user, pc(ctx), {
@@ -182,7 +243,7 @@ export function registerUserRoutes(api: ApiRouter): void {
 
   api.post(
     '/users',
-    { summary: 'Create a user (administrators)', auth: 'required', params: createParams },
+    { summary: 'Create a user (administrators)', auth: 'required', scopes: READ_USER, params: createParams },
     async (ctx, params) => {
       const admin = requireAdmin(ctx);
       const deps = ctx.state.deps;
@@ -203,11 +264,12 @@ export function registerUserRoutes(api: ApiRouter): void {
 
   api.put(
     '/users/:id',
-    { summary: 'Update a user (administrators)', auth: 'required', params: updateParams },
+    { summary: 'Update a user (administrators)', auth: 'required', scopes: READ_USER, params: updateParams },
     async (ctx, params) => {
+      const { id, skip_reconfirmation: _skip, ...changes } = params;
+      userIdFromPath(id);
       requireAdmin(ctx);
       const deps = ctx.state.deps;
-      const { id, skip_reconfirmation: _skip, ...changes } = params;
       const user = await requireUser(deps.db, id);
       const updated = await updateUserProfile(deps, user, changes);
       ctx.body = presentUserWithAdmin(updated, pc(ctx), (await adminExtras(deps, [updated]))(updated));
@@ -216,11 +278,16 @@ export function registerUserRoutes(api: ApiRouter): void {
 
   api.post(
     '/users/:user_id/personal_access_tokens',
-    { summary: 'Create a personal access token for a user (administrators)', auth: 'required', params: tokenParams },
+    {
+      summary: 'Create a personal access token for a user (administrators)',
+      auth: 'required',
+      scopes: READ_USER,
+      params: tokenParams,
+    },
     async (ctx, params) => {
       requireAdmin(ctx);
       const deps = ctx.state.deps;
-      const user = await requireUser(deps.db, params.user_id);
+      const user = await requireUser(deps.db, String(params.user_id));
       const { token, plaintext } = await createPersonalAccessToken(deps, user, {
         name: params.name,
         scopes: params.scopes,

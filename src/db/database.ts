@@ -32,6 +32,9 @@ const PGLITE_PARSERS = {
 /** Opens PostgreSQL through `pg`. */
 export function openPostgres(connectionString: string, maxConnections = 10): Database {
   const pool = new pg.Pool({ connectionString, max: maxConnections });
+  // An idle client's connection can die (server restart, DROP DATABASE ... FORCE); pg-pool then
+  // emits 'error' on the pool, which crashes the process unless handled. The pool replaces it.
+  pool.on('error', () => {});
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return { db, kind: 'postgres', close: () => db.destroy() };
 }

@@ -167,3 +167,57 @@ export async function checkGitVersion(): Promise<string> {
   }
   return `${match[1]}.${match[2]}.${match[3] ?? '0'}`;
 }
+
+export interface GitStream {
+  /** git's stdout, to pipe onwards with back-pressure. */
+  stdout: import('node:stream').Readable;
+  /** Resolves when git exits 0; rejects with a classified GitError otherwise. */
+  done: Promise<void>;
+  /** Stops git (client went away). */
+  kill(): void;
+}
+
+/**
+ * Starts git with its stdout as a stream, for output that must not be buffered (archives, raw
+ * blobs, long logs). The caller must consume stdout; `done` tells how git ended.
+ */
+export function streamGit(cmd: GitCommand & { stdin?: import('node:stream').Readable }): GitStream {
+  const argv = buildArgv(cmd);
+  const child = spawn('git', argv, {
+    env: gitEnvironment(cmd.env),
+    stdio: [cmd.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    if (stderr.length < 65536) stderr += chunk.toString('utf8');
+  });
+  let timedOut = false;
+  const timer = cmd.timeoutMs
+    ? setTimeout(() => {
+        timedOut = true;
+        child.kill('SIGKILL');
+      }, cmd.timeoutMs)
+    : undefined;
+  if (cmd.stdin && child.stdin) {
+    child.stdin.on('error', () => {});
+    cmd.stdin.pipe(child.stdin);
+  }
+  const done = new Promise<void>((resolve, reject) => {
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      reject(
+        error.code === 'ENOENT'
+          ? new GitError('git_missing', 'git is not installed')
+          : new GitError('failed', error.message),
+      );
+    });
+    child.on('close', (code) => {
+      if (timer) clearTimeout(timer);
+      if (timedOut) return reject(new GitError('timeout', 'git timed out', stderr));
+      if (code !== 0) return reject(classifyGitFailure(argv.slice(argv.indexOf(cmd.subcommand)), code, stderr));
+      resolve();
+    });
+  });
+  // A consumer that stops early (client disconnect) kills git; nobody waits on `done` then.
+  done.catch(() => {});
+  return { stdout: child.stdout as import('node:stream').Readable, done, kill: () => child.kill('SIGKILL') };
+}

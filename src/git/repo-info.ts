@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { gitText } from './command.js';
+import { gitText, runGit } from './command.js';
+import { InvalidArgumentError } from './errors.js';
 import { isValidBranchName } from './validate.js';
 
 /**
@@ -97,4 +98,10 @@ export async function repositoryInfo(repoPath: string, defaultBranch: string | n
   if (!(await hasAnyBranch(repoPath))) return { empty: true, readme: null };
   const tip = defaultBranch ? await readBranchTip(repoPath, defaultBranch) : null;
   return { empty: false, readme: tip ? await readmeAt(repoPath, tip) : null };
+}
+
+/** Points the repository's HEAD at `refs/heads/<branch>` (the project's default branch). */
+export async function setHeadBranch(repoPath: string, branch: string): Promise<void> {
+  if (!isValidBranchName(branch)) throw new InvalidArgumentError('invalid branch name');
+  await runGit({ gitDir: repoPath, subcommand: 'symbolic-ref', args: ['HEAD', `refs/heads/${branch}`] });
 }

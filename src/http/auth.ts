@@ -3,21 +3,29 @@ import type { AppContext } from './context.js';
 import { unauthorized } from './errors.js';
 import type { Params } from './params.js';
 
-const firstString = (value: unknown): string | undefined => {
+/** A parameter's value when it is a non-blank string (Rails' `.presence`); the last one of a list. */
+const presentString = (value: unknown): string | undefined => {
   const v = Array.isArray(value) ? value[value.length - 1] : value;
-  return typeof v === 'string' && v !== '' ? v : undefined;
+  return typeof v === 'string' && v.trim() !== '' ? v : undefined;
 };
 
-/** Reads the credentials GitLab accepts on /api/v4 (DESIGN.md "Authentication"). */
+/** `Authorization: Bearer <token>` (scheme case-insensitive, as Doorkeeper reads it). */
+const BEARER = /^Bearer\s+(.*)$/is;
+
+/**
+ * Reads the credentials GitLab accepts on /api/v4 (DESIGN.md "Authentication"): personal access
+ * tokens from the `private_token` parameter, then the `PRIVATE-TOKEN` header, then
+ * `Authorization: Bearer` or the `access_token` parameter; `sudo` parameter before `Sudo` header.
+ */
 export function readCredentials(ctx: AppContext, params: Params): Credentials {
   const credentials: Credentials = {};
-  const authorization = ctx.get('Authorization');
-  const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1] ?? firstString(params.access_token);
+  const bearer =
+    presentString(BEARER.exec(ctx.get('Authorization'))?.[1]?.trim()) ?? presentString(params.access_token);
   if (bearer !== undefined) credentials.bearer = bearer;
-  const privateToken = firstString(params.private_token) ?? (ctx.get('PRIVATE-TOKEN').trim() || undefined);
+  const privateToken = presentString(params.private_token) ?? presentString(ctx.get('PRIVATE-TOKEN').trim());
   if (privateToken !== undefined) credentials.privateToken = privateToken;
-  const sudo = ctx.get('Sudo').trim() || firstString(params.sudo);
-  if (sudo) credentials.sudo = sudo;
+  const sudo = presentString(params.sudo) ?? presentString(ctx.get('Sudo').trim());
+  if (sudo !== undefined) credentials.sudo = sudo;
   return credentials;
 }
 

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { API_SCOPES, type ScopeRule } from '../services/auth.js';
 import { authenticate } from './auth.js';
 import type { AppContext, AppState } from './context.js';
+import { badRequest } from './errors.js';
 import { type Params, validateParams } from './params.js';
 
 export type Method = 'get' | 'post' | 'put' | 'delete' | 'patch';
@@ -62,6 +63,13 @@ export function mergedParams(ctx: AppContext): Params {
   return { ...parseQuery(ctx.querystring), ...bodyParams, ...ctx.params };
 }
 
+/** True when a parameter value (nested up to GitLab's depth of 3) holds a NUL character. */
+function hasNullByte(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\0');
+  if (depth > 2 || value === null || typeof value !== 'object') return false;
+  return Object.values(value).some((v) => hasNullByte(v, depth + 1));
+}
+
 /**
  * A router whose routes declare their parameters once: the zod schema validates requests and
  * feeds the OpenAPI document. Each route runs: authenticate → validate params → handler.
@@ -96,6 +104,8 @@ export class ApiRouter {
     if (method !== 'get' && !options.rawBody) chain.push(parseBody as unknown as Middleware<AppState, AppContext>);
     chain.push(async (ctx) => {
       const raw = mergedParams(ctx);
+      // GitLab's HandleNullBytes middleware: no valid request holds a NUL (PostgreSQL text cannot).
+      if (ctx.path.includes('\0') || hasNullByte(raw)) throw badRequest();
       ctx.state.actor = await authenticate(ctx, raw, rules, auth);
       const params = validateParams(schema, raw);
       await handler(ctx, params);

@@ -131,7 +131,7 @@ export async function loadGroupPolicy(deps: Deps, user: User | null, group: Name
   if (user.admin) return new GroupPolicy(user, group, AccessLevel.ADMIN, true);
   const level = await groupAccessLevel(deps.db, user.id, group.traversal_ids, today(deps));
   const viaDescendant =
-    level === 0 && group.visibility === 'private'
+    level === 0 && (group.visibility === 'private' || (group.visibility === 'internal' && user.external))
       ? await hasDescendantMembership(deps.db, user.id, group.id, today(deps))
       : false;
   return new GroupPolicy(user, group, level, viaDescendant);
@@ -139,8 +139,8 @@ export async function loadGroupPolicy(deps: Deps, user: User | null, group: Name
 
 /** May the user create projects in this namespace (their own, or a group by its rules)? */
 export async function canCreateProjectIn(deps: Deps, user: User, namespace: Namespace): Promise<boolean> {
-  if (user.admin) return true;
-  if (namespace.kind === 'user') return namespace.owner_id === user.id;
+  if (namespace.kind === 'user') return user.admin || namespace.owner_id === user.id;
+  // Administrators act at ADMIN level in groups; `noone` still stops them, as in GitLab.
   const policy = await loadGroupPolicy(deps, user, namespace);
   return policy.can('create_projects');
 }

@@ -68,8 +68,16 @@ export function presentBasicProject(view: ProjectView, pc: PresentContext) {
 
 const enabled = (level: string) => level !== 'disabled';
 
+export interface ProjectOptions {
+  /**
+   * GitLab's `user_can_admin_project` option: single-project responses (GET, POST, PUT) pass it
+   * and then show `import_error` to maintainers; lists do not.
+   */
+  withImportError?: boolean;
+}
+
 /** GitLab's Project entity. */
-export function presentProject(view: ProjectView, pc: PresentContext) {
+export function presentProject(view: ProjectView, pc: PresentContext, options: ProjectOptions = {}) {
   const { project } = view;
   const f = project.features;
   const s = project.settings as ProjectSettings;
@@ -90,7 +98,7 @@ export function presentProject(view: ProjectView, pc: PresentContext) {
     empty_repo: view.repository.empty,
     archived: project.archived,
     ...(view.owner ? { owner: presentUserBasic(view.owner, pc) } : {}),
-    resolve_outdated_diff_discussions: false,
+    resolve_outdated_diff_discussions: s.resolve_outdated_diff_discussions ?? false,
     repository_object_format: 'sha1',
     issues_enabled: enabled(f.issues),
     merge_requests_enabled: enabled(f.merge_requests),
@@ -125,35 +133,35 @@ export function presentProject(view: ProjectView, pc: PresentContext) {
     creator_id: project.creator_id,
     ...(view.canAdminProject ? { import_url: null, import_type: null } : {}),
     import_status: 'none',
-    ...(view.canAdminProject ? { import_error: null } : {}),
+    ...(view.canAdminProject && options.withImportError ? { import_error: null } : {}),
     ...(enabled(f.issues) ? { open_issues_count: 0 } : {}),
     description_html: project.description ?? '',
     updated_at: isoTime(project.updated_at),
     ...(view.canAdminProject
       ? {
           ci_default_git_depth: s.ci_default_git_depth ?? 20,
-          ci_delete_pipelines_in_seconds: null,
-          ci_forward_deployment_enabled: true,
-          ci_forward_deployment_rollback_allowed: true,
+          ci_delete_pipelines_in_seconds: s.ci_delete_pipelines_in_seconds ?? null,
+          ci_forward_deployment_enabled: s.ci_forward_deployment_enabled ?? true,
+          ci_forward_deployment_rollback_allowed: s.ci_forward_deployment_rollback_allowed ?? true,
           ci_job_token_scope_enabled: false,
-          ci_separated_caches: true,
-          ci_allow_fork_pipelines_to_run_in_parent_project: true,
-          ci_id_token_sub_claim_components: ['project_path', 'ref_type', 'ref'],
-          build_git_strategy: 'fetch',
-          keep_latest_artifact: true,
-          restrict_user_defined_variables: false,
-          ci_pipeline_variables_minimum_override_role: 'developer',
+          ci_separated_caches: s.ci_separated_caches ?? true,
+          ci_allow_fork_pipelines_to_run_in_parent_project: s.ci_allow_fork_pipelines_to_run_in_parent_project ?? true,
+          ci_id_token_sub_claim_components: s.ci_id_token_sub_claim_components ?? ['project_path', 'ref_type', 'ref'],
+          build_git_strategy: s.build_git_strategy ?? 'fetch',
+          keep_latest_artifact: s.keep_latest_artifact ?? true,
+          restrict_user_defined_variables: s.restrict_user_defined_variables ?? false,
+          ci_pipeline_variables_minimum_override_role: s.ci_pipeline_variables_minimum_override_role ?? 'developer',
           runner_token_expiration_interval: null,
-          group_runners_enabled: true,
-          auto_cancel_pending_pipelines: 'enabled',
+          group_runners_enabled: s.group_runners_enabled ?? true,
+          auto_cancel_pending_pipelines: s.auto_cancel_pending_pipelines ?? 'enabled',
           build_timeout: s.build_timeout ?? 3600,
           auto_devops_enabled: s.auto_devops_enabled ?? false,
-          auto_devops_deploy_strategy: 'continuous',
-          ci_push_repository_for_job_token_allowed: false,
+          auto_devops_deploy_strategy: s.auto_devops_deploy_strategy ?? 'continuous',
+          ci_push_repository_for_job_token_allowed: s.ci_push_repository_for_job_token_allowed ?? false,
         }
       : {}),
     ...(view.canReadCode ? { ci_config_path: s.ci_config_path ?? null } : {}),
-    public_jobs: true,
+    public_jobs: s.public_jobs ?? true,
     shared_with_groups: [],
     only_allow_merge_if_pipeline_succeeds: s.only_allow_merge_if_pipeline_succeeds ?? false,
     allow_merge_on_skipped_pipeline: s.allow_merge_on_skipped_pipeline ?? null,
@@ -163,22 +171,22 @@ export function presentProject(view: ProjectView, pc: PresentContext) {
     printing_merge_request_link_enabled: s.printing_merge_request_link_enabled ?? true,
     merge_method: s.merge_method ?? 'merge',
     squash_option: s.squash_option ?? 'default_off',
-    enforce_auth_checks_on_uploads: true,
+    enforce_auth_checks_on_uploads: s.enforce_auth_checks_on_uploads ?? true,
     suggestion_commit_message: s.suggestion_commit_message ?? null,
     merge_commit_template: s.merge_commit_template ?? null,
     squash_commit_template: s.squash_commit_template ?? null,
     issue_branch_template: s.issue_branch_template ?? null,
-    warn_about_potentially_unwanted_characters: true,
+    warn_about_potentially_unwanted_characters: s.warn_about_potentially_unwanted_characters ?? true,
     autoclose_referenced_issues: s.autoclose_referenced_issues ?? true,
-    max_artifacts_size: null,
+    max_artifacts_size: s.max_artifacts_size ?? null,
   };
 }
 
 /** GitLab's ProjectWithAccess entity: Project plus the viewer's permissions. */
-export function presentProjectWithAccess(view: ProjectView, pc: PresentContext) {
+export function presentProjectWithAccess(view: ProjectView, pc: PresentContext, options: ProjectOptions = {}) {
   const access = (level: number | null | undefined) => (level ? { access_level: level, notification_level: 3 } : null);
   return {
-    ...presentProject(view, pc),
+    ...presentProject(view, pc, options),
     permissions: {
       project_access: access(view.permissions?.projectAccess),
       group_access: access(view.permissions?.groupAccess),

@@ -28,17 +28,14 @@ export function presentUserBasic(user: User, pc: PresentContext) {
 
 /**
  * GitLab's User entity: UserBasic plus the profile. `canReadProfile` is false for private
- * profiles seen by others, which hides the profile fields GitLab hides.
+ * profiles seen by others: GitLab then leaves out `created_at`, `followers`, `following` and
+ * `is_followed` (the keys are absent, not null).
  */
 export function presentUser(user: User, pc: PresentContext, canReadProfile: boolean) {
-  const base = presentUserBasic(user, pc);
   const workInformation = [user.job_title, user.organization].filter((s) => s && s !== '').join(' at ') || null;
-  if (!canReadProfile) {
-    return { ...base, public_email: user.public_email, bot: user.bot };
-  }
   return {
-    ...base,
-    created_at: isoTime(user.created_at),
+    ...presentUserBasic(user, pc),
+    ...(canReadProfile ? { created_at: isoTime(user.created_at) } : {}),
     bio: user.bio,
     location: user.location,
     public_email: user.public_email,
@@ -52,9 +49,7 @@ export function presentUser(user: User, pc: PresentContext, canReadProfile: bool
     pronouns: user.pronouns,
     bot: user.bot,
     work_information: workInformation,
-    followers: 0,
-    following: 0,
-    is_followed: false,
+    ...(canReadProfile ? { followers: 0, following: 0, is_followed: false } : {}),
     local_time: null,
   };
 }

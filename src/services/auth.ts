@@ -1,5 +1,5 @@
 import { findPersonalAccessTokenByDigest, revokeTokenFamily, touchPersonalAccessToken } from '../db/queries/tokens.js';
-import { findUserById, findUserByUsername } from '../db/queries/users.js';
+import { findUserById, findUserByIdOrUsername } from '../db/queries/users.js';
 import type { User } from '../db/schema.js';
 import {
   forbidden,
@@ -57,10 +57,12 @@ export function isExpired(expiresAt: string | null, todayDate: string): boolean 
 }
 
 /**
- * Resolves the credentials of a request into an actor, applying GitLab's API guard: unknown
- * token → 401; expired or revoked → 401 invalid_token (a revoked token revokes its family);
- * missing scope → 403 insufficient_scope; blocked user → 403. `rules` are the scopes the
- * endpoint accepts.
+ * Resolves the credentials of a request into an actor, in the order of GitLab's API guard
+ * (api_guard.rb, auth_finders.rb, helpers.rb `current_user`): unknown token → 401; expired or
+ * revoked → 401 invalid_token (a revoked token revokes its family); blocked user → 403; then
+ * sudo (admin, `sudo` scope, target found); then the endpoint's scopes → 403
+ * insufficient_scope. A request that switched to another user through sudo needs only the
+ * `sudo` scope, as in GitLab. `rules` are the scopes the endpoint accepts.
  */
 export async function resolveActor(
   deps: Deps,
@@ -84,16 +86,20 @@ export async function resolveActor(
     await revokeTokenFamily(deps.db, row.id, now);
     throw invalidToken(TOKEN_REVOKED);
   }
-  const token: AuthToken = { kind: 'personal_access_token', id: row.id, scopes: row.scopes };
-  checkScopes(token, rules, method);
-  const user = await findUserById(deps.db, row.user_id);
-  if (!user) throw unauthorized();
-  checkUserMayUseApi(user);
   if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_INTERVAL_MS) {
     await touchPersonalAccessToken(deps.db, row.id, now);
   }
+  const user = await findUserById(deps.db, row.user_id);
+  if (!user) throw unauthorized();
+  checkUserMayUseApi(user, deps.config.baseUrl);
+  const token: AuthToken = { kind: 'personal_access_token', id: row.id, scopes: row.scopes };
   const actor: Actor = { user, token };
-  return credentials.sudo === undefined ? actor : applySudo(deps, actor, credentials.sudo);
+  if (credentials.sudo !== undefined) {
+    const sudoed = await applySudo(deps, actor, credentials.sudo);
+    if (sudoed.user?.id !== user.id) return sudoed;
+  }
+  checkScopes(token, rules, method);
+  return actor;
 }
 
 /** Throws insufficient_scope unless one of the token's scopes admits this request. */
@@ -103,13 +109,15 @@ export function checkScopes(token: AuthToken, rules: readonly ScopeRule[], metho
   if (!allowed) throw insufficientScope(rules.map((r) => r.scope));
 }
 
-function checkUserMayUseApi(user: User): void {
-  if (user.state === 'blocked') throw forbidden('Your account has been blocked.');
+/** GitLab's UserAccessDeniedReason texts for users who may not use the API. */
+function checkUserMayUseApi(user: User, baseUrl: string): void {
   if (user.state === 'deactivated') {
     throw forbidden(
-      'Your account has been deactivated by your administrator. Please log back in from a web browser to reactivate your account',
+      'Your account has been deactivated by your administrator. ' +
+        `Please log back in from a web browser to reactivate your account at ${baseUrl}`,
     );
   }
+  if (user.state === 'blocked') throw forbidden('Your account has been blocked.');
 }
 
 /** GitLab's sudo: an administrator's token with the `sudo` scope acts as another user. */
@@ -118,9 +126,7 @@ async function applySudo(deps: Deps, actor: Actor, identifier: string): Promise<
   if (!admin.admin) throw forbidden('Must be admin to use sudo');
   if (!actor.token) throw forbidden('Must be authenticated using an OAuth or personal access token to use sudo');
   if (!actor.token.scopes.includes('sudo')) throw insufficientScope(['sudo']);
-  const target = /^\d+$/.test(identifier)
-    ? await findUserById(deps.db, Number(identifier))
-    : await findUserByUsername(deps.db, identifier);
+  const target = await findUserByIdOrUsername(deps.db, identifier);
   if (!target) throw notFound(`User with ID or username '${identifier}'`);
   return { user: target, token: actor.token, sudoFrom: admin };
 }

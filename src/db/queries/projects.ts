@@ -1,4 +1,4 @@
-import { type Insertable, type SqlBool, sql, type Updateable } from 'kysely';
+import { type Expression, type Insertable, type SqlBool, sql, type Updateable } from 'kysely';
 import type { Db } from '../database.js';
 import type { Project, ProjectsTable } from '../schema.js';
 import { projectLevelOf, projectVisibleTo, type Viewer } from './access.js';
@@ -12,6 +12,16 @@ export function findProjectByFullPath(db: Db, fullPath: string): Promise<Project
     .selectFrom('projects')
     .selectAll()
     .where(sql`lower(full_path)`, '=', fullPath.toLowerCase())
+    .executeTakeFirst();
+}
+
+/** The project with exactly this name in a namespace (names compare case-sensitively). */
+export function findProjectByName(db: Db, namespaceId: number, name: string): Promise<Project | undefined> {
+  return db
+    .selectFrom('projects')
+    .selectAll()
+    .where('namespace_id', '=', namespaceId)
+    .where('name', '=', name)
     .executeTakeFirst();
 }
 
@@ -83,6 +93,50 @@ export interface ProjectFilter {
   sort: 'asc' | 'desc';
 }
 
+/** Words shorter than this match only as a whole query (GitLab's MIN_CHARS_FOR_PARTIAL_MATCHING). */
+const MIN_CHARS_FOR_PARTIAL_MATCHING = 3;
+
+const likeEscape = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/**
+ * The words of a search as GitLab's fuzzy search splits them: whitespace squished, `"quoted
+ * phrases"` kept whole, and only words of at least three characters.
+ */
+function searchWords(query: string): string[] {
+  let rest = query.trim().replace(/\s+/g, ' ');
+  const quoted: string[] = [];
+  rest = rest.replace(/(?<=^| )"[^"]+"(?= |$)/g, (match) => {
+    quoted.push(match.slice(1, -1));
+    return '';
+  });
+  return [...rest.split(' '), ...quoted].filter((w) => w.length >= MIN_CHARS_FOR_PARTIAL_MATCHING);
+}
+
+/**
+ * GitLab's `Project.search`: every word (three characters or more) must occur in one column,
+ * any column may match; a query without such words must equal a column (case-insensitively).
+ * With `searchNamespaces` the columns are the full path and full name instead of path and name.
+ */
+function searchCondition(query: string, searchNamespaces: boolean): Expression<SqlBool> | null {
+  const squished = query.trim().replace(/\s+/g, ' ');
+  if (squished === '') return null;
+  const fullName = sql`(SELECT string_agg(n.name, ' / ' ORDER BY array_position(ns.traversal_ids, n.id))
+    FROM namespaces n WHERE n.id = ANY(ns.traversal_ids)) || ' / ' || p.name`;
+  const columns = searchNamespaces
+    ? [sql`p.full_path`, fullName, sql`coalesce(p.description, '')`]
+    : [sql`p.path`, sql`p.name`, sql`coalesce(p.description, '')`];
+  const words = searchWords(squished);
+  const perColumn = columns.map((column) =>
+    words.length > 0
+      ? sql.join(
+          words.map((w) => sql`${column} ILIKE ${`%${likeEscape(w)}%`}`),
+          sql` AND `,
+        )
+      : sql`${column} ILIKE ${likeEscape(squished)}`,
+  );
+  return sql<SqlBool>`((${sql.join(perColumn, sql`) OR (`)}))`;
+}
+
 function projectQuery(db: Db, f: ProjectFilter) {
   let q = db
     .selectFrom('projects as p')
@@ -99,18 +153,13 @@ function projectQuery(db: Db, f: ProjectFilter) {
     }
     if (f.membership) q = q.where(level, '>=', 10);
     if (f.minAccessLevel !== undefined) q = q.where(level, '>=', f.minAccessLevel);
+  } else if (f.owned || f.membership || f.minAccessLevel !== undefined) {
+    // Nobody is signed in: there is nothing they own or are a member of.
+    q = q.where(sql<SqlBool>`FALSE`);
   }
   if (f.search) {
-    const term = `%${f.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    q = q.where((eb) => {
-      const terms = [
-        eb(sql`lower(p.name)`, 'like', term),
-        eb(sql`lower(p.path)`, 'like', term),
-        eb(sql`lower(coalesce(p.description, ''))`, 'like', term),
-      ];
-      if (f.searchNamespaces) terms.push(eb(sql`lower(p.full_path)`, 'like', term));
-      return eb.or(terms);
-    });
+    const condition = searchCondition(f.search, f.searchNamespaces ?? false);
+    if (condition) q = q.where(condition);
   }
   if (f.visibility) q = q.where('p.visibility', '=', f.visibility as Project['visibility']);
   if (f.archived !== undefined) q = q.where('p.archived', '=', f.archived);
@@ -118,8 +167,9 @@ function projectQuery(db: Db, f: ProjectFilter) {
     q = q.where(sql<SqlBool>`p.topics @> ${JSON.stringify([topic])}::jsonb`);
   }
   if (f.repositoryStorage !== undefined) q = q.where('p.repository_storage', '=', f.repositoryStorage);
-  if (f.idAfter !== undefined) q = q.where('p.id', '>', f.idAfter);
-  if (f.idBefore !== undefined) q = q.where('p.id', '<', f.idBefore);
+  // Ids come from users and may exceed the integer column: compare as bigint.
+  if (f.idAfter !== undefined) q = q.where(sql<SqlBool>`p.id > ${f.idAfter}::bigint`);
+  if (f.idBefore !== undefined) q = q.where(sql<SqlBool>`p.id < ${f.idBefore}::bigint`);
   if (f.lastActivityAfter) q = q.where('p.last_activity_at', '>', f.lastActivityAfter);
   if (f.lastActivityBefore) q = q.where('p.last_activity_at', '<', f.lastActivityBefore);
   return q;
@@ -141,7 +191,7 @@ export function listProjects(db: Db, f: ProjectFilter, window: { limit: number; 
       // Exact name matches first, then prefix matches, then the rest.
       q = q.orderBy(
         sql`CASE WHEN lower(p.name) = ${(f.search ?? '').toLowerCase()} THEN 0
-          WHEN lower(p.name) LIKE ${`${(f.search ?? '').toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`} THEN 1 ELSE 2 END`,
+          WHEN lower(p.name) LIKE ${`${likeEscape((f.search ?? '').toLowerCase())}%`} THEN 1 ELSE 2 END`,
         'asc',
       );
       break;

@@ -47,7 +47,58 @@ export interface TokenFilter {
   createdBefore?: Date;
   lastUsedAfter?: Date;
   lastUsedBefore?: Date;
+  /** `YYYY-MM-DD`: expires_at < expiresBefore, expires_at >= expiresAfter. */
+  expiresBefore?: string;
+  expiresAfter?: string;
+  /** Non-administrators never list impersonation tokens. */
+  withoutImpersonation?: boolean;
+  sort?: TokenSort;
 }
+
+/** GitLab's `sort` values for tokens (Sortable's simple sorts plus the token ones). */
+export const TOKEN_SORTS = [
+  'created_asc',
+  'created_desc',
+  'created_at_asc',
+  'created_at_desc',
+  'updated_asc',
+  'updated_desc',
+  'updated_at_asc',
+  'updated_at_desc',
+  'name_asc',
+  'name_desc',
+  'id_asc',
+  'id_desc',
+  'expires_asc',
+  'expires_desc',
+  'expires_at_asc_id_desc',
+  'last_used_asc',
+  'last_used_desc',
+] as const;
+export type TokenSort = (typeof TOKEN_SORTS)[number];
+
+const SORT_COLUMNS: Record<
+  TokenSort,
+  ['created_at' | 'updated_at' | 'name' | 'id' | 'expires_at' | 'last_used_at', 'asc' | 'desc', 'asc' | 'desc']
+> = {
+  created_asc: ['created_at', 'asc', 'asc'],
+  created_desc: ['created_at', 'desc', 'desc'],
+  created_at_asc: ['created_at', 'asc', 'asc'],
+  created_at_desc: ['created_at', 'desc', 'desc'],
+  updated_asc: ['updated_at', 'asc', 'asc'],
+  updated_desc: ['updated_at', 'desc', 'desc'],
+  updated_at_asc: ['updated_at', 'asc', 'asc'],
+  updated_at_desc: ['updated_at', 'desc', 'desc'],
+  name_asc: ['name', 'asc', 'asc'],
+  name_desc: ['name', 'desc', 'desc'],
+  id_asc: ['id', 'asc', 'asc'],
+  id_desc: ['id', 'desc', 'desc'],
+  expires_asc: ['expires_at', 'asc', 'desc'],
+  expires_desc: ['expires_at', 'desc', 'desc'],
+  expires_at_asc_id_desc: ['expires_at', 'asc', 'desc'],
+  last_used_asc: ['last_used_at', 'asc', 'desc'],
+  last_used_desc: ['last_used_at', 'desc', 'desc'],
+};
 
 function tokenQuery(db: Db, f: TokenFilter) {
   let q = db.selectFrom('personal_access_tokens');
@@ -64,15 +115,25 @@ function tokenQuery(db: Db, f: TokenFilter) {
     const term = `%${f.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
     q = q.where(sql`lower(name)`, 'like', term);
   }
-  if (f.createdAfter) q = q.where('created_at', '>', f.createdAfter);
-  if (f.createdBefore) q = q.where('created_at', '<', f.createdBefore);
-  if (f.lastUsedAfter) q = q.where('last_used_at', '>', f.lastUsedAfter);
-  if (f.lastUsedBefore) q = q.where('last_used_at', '<', f.lastUsedBefore);
+  if (f.createdAfter) q = q.where('created_at', '>=', f.createdAfter);
+  if (f.createdBefore) q = q.where('created_at', '<=', f.createdBefore);
+  if (f.lastUsedAfter) q = q.where('last_used_at', '>=', f.lastUsedAfter);
+  if (f.lastUsedBefore) q = q.where('last_used_at', '<=', f.lastUsedBefore);
+  if (f.expiresBefore) q = q.where('expires_at', '<', f.expiresBefore);
+  if (f.expiresAfter) q = q.where('expires_at', '>=', f.expiresAfter);
+  if (f.withoutImpersonation) q = q.where('impersonation', '=', false);
   return q;
 }
 
 export function listPersonalAccessTokens(db: Db, f: TokenFilter, window: { limit: number; offset: number }) {
-  return tokenQuery(db, f).selectAll().orderBy('id', 'asc').limit(window.limit).offset(window.offset).execute();
+  let q = tokenQuery(db, f).selectAll();
+  if (f.sort) {
+    const [column, direction, tieBreak] = SORT_COLUMNS[f.sort];
+    q = column === 'id' ? q.orderBy('id', direction) : q.orderBy(column, direction).orderBy('id', tieBreak);
+  } else {
+    q = q.orderBy('id', 'asc');
+  }
+  return q.limit(window.limit).offset(window.offset).execute();
 }
 
 export async function countPersonalAccessTokens(db: Db, f: TokenFilter, cap: number): Promise<number> {

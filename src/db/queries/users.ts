@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { toDbId } from '../../lib/ids.js';
 import type { Db } from '../database.js';
 import type { NewUser, User, UserUpdate } from '../schema.js';
 
@@ -8,6 +9,15 @@ export function findUserById(db: Db, id: number): Promise<User | undefined> {
 
 export function findUserByUsername(db: Db, username: string): Promise<User | undefined> {
   return db.selectFrom('users').selectAll().where(sql`lower(username)`, '=', username.toLowerCase()).executeTakeFirst();
+}
+
+/** GitLab's UserFinder#find_by_id_or_username: digits name an id, anything else a username. */
+export async function findUserByIdOrUsername(db: Db, identifier: string): Promise<User | undefined> {
+  if (/^\d+$/.test(identifier)) {
+    const id = toDbId(identifier);
+    return id === null ? undefined : findUserById(db, id);
+  }
+  return findUserByUsername(db, identifier);
 }
 
 export function findUserByEmail(db: Db, email: string): Promise<User | undefined> {
@@ -31,45 +41,80 @@ export interface UserFilter {
   username?: string;
   search?: string;
   active?: boolean;
+  humans?: boolean;
   blocked?: boolean;
   external?: boolean;
   admins?: boolean;
   createdAfter?: Date;
   createdBefore?: Date;
   withoutProjectBots?: boolean;
-  /** Non-admins may not search by email unless it is the public email. */
+  twoFactor?: 'enabled' | 'disabled';
+  excludeActive?: boolean;
+  excludeExternal?: boolean;
+  excludeHumans?: boolean;
+  /** Administrators' searches match the primary email; others' only the public email. */
   searchEmails: boolean;
-  orderBy: 'id' | 'name' | 'username' | 'created_at' | 'updated_at' | 'last_activity_on';
+  /** `search_rank`: GitLab's User.search order (exact public email, username, name; then name, id). */
+  orderBy: 'id' | 'name' | 'username' | 'created_at' | 'updated_at' | 'search_rank';
   sort: 'asc' | 'desc';
+}
+
+/** Shorter search words only match a whole value (GitLab's MIN_CHARS_FOR_PARTIAL_MATCHING). */
+const MIN_CHARS_FOR_PARTIAL_MATCHING = 3;
+
+const likeEscape = (value: string) => value.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/**
+ * GitLab's fuzzy_arel_match: every word of three characters or more must occur in the column;
+ * a query with no such word must equal the whole value (case-insensitive).
+ */
+function fuzzyMatch(column: 'name' | 'username', query: string) {
+  const words = query.split(/\s+/).filter((w) => w.length >= MIN_CHARS_FOR_PARTIAL_MATCHING);
+  if (words.length === 0) return sql<boolean>`${sql.ref(column)} ILIKE ${likeEscape(query)}`;
+  return sql.join(
+    words.map((w) => sql<boolean>`${sql.ref(column)} ILIKE ${`%${likeEscape(w)}%`}`),
+    sql` AND `,
+  );
 }
 
 function filtered(db: Db, f: UserFilter) {
   let q = db.selectFrom('users');
   if (f.username !== undefined) q = q.where(sql`lower(username)`, '=', f.username.toLowerCase());
-  if (f.search !== undefined && f.search !== '') {
-    const term = `%${f.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-    const exact = f.search.toLowerCase();
-    q = q.where((eb) =>
-      eb.or([
-        eb(sql`lower(name)`, 'like', term),
-        eb(sql`lower(username)`, 'like', term),
-        f.searchEmails ? eb(sql`lower(email)`, '=', exact) : eb(sql`lower(public_email)`, '=', exact),
-      ]),
-    );
+  const search = f.search?.trim().replace(/\s+/g, ' ');
+  if (search) {
+    const exact = search.toLowerCase();
+    const email = f.searchEmails ? sql<boolean>`lower(email) = ${exact}` : sql<boolean>`lower(public_email) = ${exact}`;
+    q = q.where(sql<boolean>`(${email} OR (${fuzzyMatch('name', search)}) OR (${fuzzyMatch('username', search)}))`);
   }
   if (f.active) q = q.where('state', '=', 'active');
+  if (f.excludeActive) q = q.where('state', '<>', 'active');
   if (f.blocked) q = q.where('state', '=', 'blocked');
   if (f.external) q = q.where('external', '=', true);
+  if (f.excludeExternal) q = q.where('external', '=', false);
+  if (f.humans || f.withoutProjectBots) q = q.where('bot', '=', false);
+  if (f.excludeHumans) q = q.where('bot', '=', true);
   if (f.admins) q = q.where('admin', '=', true);
-  if (f.createdAfter) q = q.where('created_at', '>', f.createdAfter);
-  if (f.createdBefore) q = q.where('created_at', '<', f.createdBefore);
-  if (f.withoutProjectBots) q = q.where('bot', '=', false);
+  if (f.twoFactor) q = q.where('two_factor_enabled', '=', f.twoFactor === 'enabled');
+  if (f.createdAfter) q = q.where('created_at', '>=', f.createdAfter);
+  if (f.createdBefore) q = q.where('created_at', '<=', f.createdBefore);
   return q;
 }
 
 export function listUsers(db: Db, f: UserFilter, window: { limit: number; offset: number }): Promise<User[]> {
-  let q = filtered(db, f).selectAll().orderBy(f.orderBy, f.sort);
-  if (f.orderBy !== 'id') q = q.orderBy('id', f.sort);
+  let q = filtered(db, f).selectAll();
+  if (f.orderBy === 'search_rank') {
+    const term = (f.search ?? '').trim().replace(/\s+/g, ' ').toLowerCase();
+    q = q
+      .orderBy(
+        sql`CASE WHEN lower(public_email) = ${term} THEN 0 WHEN lower(username) = ${term} THEN 1
+          WHEN lower(name) = ${term} THEN 2 ELSE 3 END`,
+      )
+      .orderBy('name', 'asc')
+      .orderBy('id', 'asc');
+  } else {
+    q = q.orderBy(f.orderBy, f.sort);
+    if (f.orderBy !== 'id') q = q.orderBy('id', f.sort);
+  }
   return q.limit(window.limit).offset(window.offset).execute();
 }
 
