@@ -37,6 +37,22 @@ export async function loadProject(ctx: AppContext, id: string): Promise<LoadedPr
   return { project, namespace, policy };
 }
 
+export interface LoadedRepository extends LoadedProject {
+  /** Absolute path of the project's bare repository. */
+  gitDir: string;
+}
+
+/**
+ * Loads `:id` for a repository endpoint (GitLab's `authorize_read_code!`): 404 `Project Not Found`
+ * when the caller cannot see the project, 403 when they see it but may not read its code.
+ */
+export async function loadRepository(ctx: AppContext, id: string): Promise<LoadedRepository> {
+  const loaded = await loadProject(ctx, id);
+  loaded.policy.authorize('read_code');
+  const gitDir = ctx.state.deps.storages.repositoryPath(loaded.project.repository_storage, loaded.project.id);
+  return { ...loaded, gitDir };
+}
+
 export interface LoadedGroup {
   group: Namespace;
   policy: GroupPolicy;

@@ -181,6 +181,29 @@ export interface DB {
   personal_access_tokens: PersonalAccessTokensTable;
   events: EventsTable;
   application_settings: ApplicationSettingsTable;
+  lfs_objects: LfsObjectsTable;
+  lfs_objects_projects: LfsObjectsProjectsTable;
+  rate_limit_counters: RateLimitCountersTable;
+}
+
+export interface LfsObjectsTable {
+  id: Generated<number>;
+  oid: string;
+  /** bigint: PostgreSQL returns it as a string through `pg`; read it with Number(). */
+  size: ColumnType<string | number, number, number>;
+  created_at: Generated<Date>;
+}
+
+export interface LfsObjectsProjectsTable {
+  lfs_object_id: number;
+  project_id: number;
+  created_at: Generated<Date>;
+}
+
+export interface RateLimitCountersTable {
+  key: string;
+  window_started_at: Date;
+  hits: number;
 }
 
 export type User = Selectable<UsersTable>;

@@ -36,8 +36,13 @@ export function projectAllows(ability: ProjectAbility, project: Project, user: U
     case 'read_project':
     case 'read_member':
       return readable;
-    case 'read_code':
+    case 'read_code': {
+      // The repository feature: `disabled` stops everyone (GitLab's `prevent`, admins too);
+      // `private` admits members only.
+      const feature = project.features.repository;
+      if (feature === 'disabled' || (feature === 'private' && level < AccessLevel.GUEST)) return false;
       return readable && (project.visibility !== 'private' || level >= AccessLevel.REPORTER);
+    }
     case 'push_code':
       return level >= AccessLevel.DEVELOPER && !project.archived;
     case 'admin_project':

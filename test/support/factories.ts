@@ -1,3 +1,5 @@
+import fs from 'node:fs/promises';
+import { inject } from 'vitest';
 import { insertMember } from '../../src/db/queries/members.js';
 import { findUserNamespace } from '../../src/db/queries/namespaces.js';
 import type { MemberSource, Namespace, Project, User, Visibility } from '../../src/db/schema.js';
@@ -71,6 +73,22 @@ export async function makeProject(
   if (!namespace) throw new Error('no namespace');
   const path = options.path ?? `project${next()}`;
   return createProject(app.deps, creator, { name: path, path, visibility: 'private', ...options }, namespace);
+}
+
+/**
+ * A project whose repository is a copy of the fixture repository (fixtures/sample-repo.ts);
+ * `inject('sampleCommits')` names its commits. Public unless told otherwise.
+ */
+export async function makeSampleProject(
+  app: TestApp,
+  creator: User,
+  options: Partial<CreateProjectInput> & { namespace?: Namespace } = {},
+): Promise<{ project: Project; gitDir: string }> {
+  const project = await makeProject(app, creator, { visibility: 'public', ...options });
+  const gitDir = app.deps.storages.repositoryPath(project.repository_storage, project.id);
+  await fs.rm(gitDir, { recursive: true, force: true });
+  await fs.cp(inject('sampleRepository'), gitDir, { recursive: true });
+  return { project, gitDir };
 }
 
 export async function addMember(

@@ -1,0 +1,204 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { PassThrough, pipeline, type Readable } from 'node:stream';
+import { createGzip } from 'node:zlib';
+import { ZipArchive } from 'archiver';
+import tar from 'tar-stream';
+import { gitEnvironment, streamGit } from './command.js';
+import { GitError } from './errors.js';
+import { isValidRepoPath } from './validate.js';
+
+export type ArchiveFormat = 'tar.gz' | 'tar.bz2' | 'tar' | 'zip';
+
+/** URL suffixes GitLab (Workhorse) accepts, and the format each means. */
+const SUFFIXES: Record<string, ArchiveFormat> = {
+  'tar.gz': 'tar.gz',
+  tgz: 'tar.gz',
+  gz: 'tar.gz',
+  'tar.bz2': 'tar.bz2',
+  tbz: 'tar.bz2',
+  tbz2: 'tar.bz2',
+  tb2: 'tar.bz2',
+  bz2: 'tar.bz2',
+  tar: 'tar',
+  zip: 'zip',
+};
+
+export function archiveFormat(suffix: string | undefined): ArchiveFormat | null {
+  if (suffix === undefined || suffix === '') return 'tar.gz';
+  return SUFFIXES[suffix] ?? null;
+}
+
+export const ARCHIVE_EXTENSIONS: Record<ArchiveFormat, string> = {
+  'tar.gz': 'tar.gz',
+  'tar.bz2': 'tar.bz2',
+  tar: 'tar',
+  zip: 'zip',
+};
+
+/** Where the content of an LFS pointer lives, if the object is stored; null otherwise. */
+export type LfsResolver = (oid: string, size: number) => Promise<string | null>;
+
+export interface ArchiveOptions {
+  commitId: string;
+  /** Top-level folder inside the archive (no trailing slash). */
+  prefix: string;
+  format: ArchiveFormat;
+  /** Only this subfolder (kept at its path under the prefix). */
+  path?: string;
+  excludePaths?: string[];
+  /** Replace LFS pointers by stored objects (GitLab's include_lfs_blobs). */
+  lfs?: LfsResolver;
+  timeoutMs?: number;
+}
+
+export interface ArchiveStream {
+  stream: Readable;
+  kill(): void;
+}
+
+const BZIP2 = 'bzip2 -c';
+const LFS_POINTER_MAX_BYTES = 1024;
+const LFS_POINTER = /^version https:\/\/git-lfs\.github\.com\/spec\/v1\noid sha256:([0-9a-f]{64})\nsize (\d+)\n/;
+
+function pathspecs(options: ArchiveOptions): string[] {
+  const specs: string[] = [];
+  for (const p of [options.path, ...(options.excludePaths ?? [])]) {
+    if (p !== undefined && !isValidRepoPath(p)) throw new GitError('invalid_argument', 'invalid path');
+  }
+  if (options.path) specs.push(`:(literal)${options.path}`);
+  for (const p of options.excludePaths ?? []) specs.push(`:(exclude,literal)${p}`);
+  if (specs.length > 0 && !options.path) specs.unshift('.');
+  return specs;
+}
+
+/**
+ * Streams an archive of a commit. Without LFS rewriting, `git archive` writes the final bytes
+ * itself (gzip built in, bzip2 through its command hook). With LFS, git's tar is rewritten on
+ * the fly: pointer files whose objects are stored are replaced by the objects.
+ */
+export function streamArchive(gitDir: string, options: ArchiveOptions): ArchiveStream {
+  if (!/^[0-9a-f]{40,64}$/.test(options.commitId)) throw new GitError('invalid_argument', 'archive takes a commit id');
+  const specs = pathspecs(options);
+  const direct = !options.lfs;
+  const gitFormat = direct ? options.format : 'tar';
+  const git = streamGit({
+    gitDir,
+    config: gitFormat === 'tar.bz2' ? { 'tar.tar.bz2.command': BZIP2 } : {},
+    subcommand: 'archive',
+    flags: [`--format=${gitFormat}`, `--prefix=${options.prefix}/`],
+    args: [options.commitId],
+    endOfOptions: true,
+    ...(specs.length > 0 ? { paths: specs } : {}),
+    timeoutMs: options.timeoutMs,
+  });
+  const out = new PassThrough();
+  const fail = (error: unknown) => out.destroy(error instanceof Error ? error : new Error(String(error)));
+  git.done.catch(fail);
+  if (direct) {
+    pipeline(git.stdout, out, (error) => {
+      if (error) git.kill();
+    });
+    return { stream: out, kill: git.kill };
+  }
+  const killers: (() => void)[] = [git.kill];
+  const rewritten = rewriteLfs(git.stdout, options.lfs as LfsResolver, options.format === 'zip');
+  let final: Readable = rewritten;
+  if (options.format === 'tar.gz') final = rewritten.pipe(createGzip());
+  if (options.format === 'tar.bz2') {
+    const bzip = spawn('bzip2', ['-c'], { env: gitEnvironment(), stdio: ['pipe', 'pipe', 'ignore'] });
+    killers.push(() => bzip.kill('SIGKILL'));
+    bzip.stdin.on('error', () => {});
+    rewritten.pipe(bzip.stdin);
+    final = bzip.stdout;
+  }
+  pipeline(final, out, (error) => {
+    if (error) for (const kill of killers) kill();
+  });
+  return {
+    stream: out,
+    kill: () => {
+      for (const k of killers) k();
+    },
+  };
+}
+
+async function readAll(stream: Readable, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    size += (chunk as Buffer).length;
+    if (size <= limit) chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Reads a tar stream entry by entry and writes a new tar (or zip) where stored LFS objects
+ * take the place of their pointers. One entry is in flight at a time, so memory stays flat.
+ */
+function rewriteLfs(input: Readable, resolve: LfsResolver, zip: boolean): Readable {
+  const extract = tar.extract();
+  const zipArchive = zip ? new ZipArchive({ zlib: { level: 6 } }) : null;
+  const pack = zip ? null : tar.pack();
+  const output = (zipArchive ?? pack) as unknown as Readable;
+
+  const addEntry = (header: tar.Header, body: Readable | Buffer | null, size: number): Promise<void> =>
+    new Promise((resolveEntry, reject) => {
+      if (zipArchive) {
+        const date = header.mtime ?? new Date(0);
+        if (header.type === 'directory')
+          zipArchive.append(Buffer.alloc(0), { name: header.name, type: 'directory', date, mode: header.mode });
+        else if (header.type === 'symlink') zipArchive.symlink(header.name, header.linkname ?? '', header.mode);
+        else if (header.type === 'file')
+          zipArchive.append(body ?? Buffer.alloc(0), { name: header.name, date, mode: header.mode });
+        // archiver queues entries and applies back-pressure through its own stream.
+        resolveEntry();
+        return;
+      }
+      const target = pack as tar.Pack;
+      if (body === null || body instanceof Buffer) {
+        target.entry({ ...header, size }, body ?? Buffer.alloc(0), (e) => (e ? reject(e) : resolveEntry()));
+        return;
+      }
+      const sink = target.entry({ ...header, size }, (e) => (e ? reject(e) : resolveEntry()));
+      (body as Readable).pipe(sink);
+    });
+
+  extract.on('entry', (header, source, next) => {
+    const stream = source as unknown as Readable;
+    void (async () => {
+      if (header.type === 'file' && (header.size ?? 0) <= LFS_POINTER_MAX_BYTES) {
+        const content = await readAll(stream, LFS_POINTER_MAX_BYTES);
+        const pointer = LFS_POINTER.exec(content.toString('utf8'));
+        const stored = pointer ? await resolve(pointer[1] as string, Number(pointer[2])) : null;
+        if (stored) {
+          const size = (await fs.promises.stat(stored)).size;
+          await addEntry(header, fs.createReadStream(stored), size);
+        } else {
+          await addEntry(header, content, content.length);
+        }
+      } else if (header.type === 'file') {
+        if (zipArchive) {
+          // archiver reads the entry stream itself; wait until it is consumed.
+          const done = new Promise<void>((r) => stream.on('end', () => r()));
+          await addEntry(header, stream, header.size ?? 0);
+          await done;
+        } else {
+          await addEntry(header, stream, header.size ?? 0);
+        }
+      } else {
+        await readAll(stream, 64 * 1024);
+        await addEntry(header, null, 0);
+      }
+      next();
+    })().catch((error: unknown) => extract.destroy(error as Error));
+  });
+  extract.on('finish', () => {
+    if (zipArchive) void zipArchive.finalize();
+    else (pack as tar.Pack).finalize();
+  });
+  extract.on('error', (error) => output.destroy(error));
+  input.pipe(extract);
+  return output;
+}

@@ -1,0 +1,233 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { gitEnvironment } from './command.js';
+import { GitError, InvalidArgumentError } from './errors.js';
+
+/**
+ * Long-lived `git cat-file --batch-command` processes per repository (Gitaly's catfile cache):
+ * object reads cost a pipe round trip instead of a process start. Each process answers its
+ * queue in order; a repository gets up to MAX_PROCESSES_PER_REPO of them under load, the pool
+ * holds at most MAX_REPOSITORIES, and idle ones are stopped after IDLE_MS.
+ */
+const MAX_PROCESSES_PER_REPO = 4;
+const MAX_REPOSITORIES = 64;
+const IDLE_MS = 30_000;
+/** Objects larger than this are never read through the batch process (stream them instead). */
+export const MAX_BATCH_OBJECT_BYTES = 16 * 1024 * 1024;
+
+export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
+
+export interface ObjectInfo {
+  oid: string;
+  type: ObjectType;
+  size: number;
+}
+
+export interface ObjectData extends ObjectInfo {
+  data: Buffer;
+}
+
+interface Pending {
+  kind: 'info' | 'contents';
+  resolve(value: ObjectInfo | ObjectData | null): void;
+  reject(error: Error): void;
+}
+
+class BatchProcess {
+  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly queue: Pending[] = [];
+  private buffer: Buffer = Buffer.alloc(0);
+  private header: ObjectInfo | null = null;
+  private chunks: Buffer[] = [];
+  private received = 0;
+  dead = false;
+  lastUsed = Date.now();
+
+  constructor(
+    readonly gitDir: string,
+    private readonly onExit: (p: BatchProcess) => void,
+  ) {
+    this.child = spawn('git', [`--git-dir=${gitDir}`, 'cat-file', '--batch-command'], {
+      env: gitEnvironment(),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    this.child.stdout.on('data', (chunk: Buffer) => this.onData(chunk));
+    this.child.stderr.on('data', () => {});
+    this.child.stdin.on('error', () => {});
+    this.child.on('error', (error) => this.fail(new GitError('failed', error.message)));
+    this.child.on('close', () => this.fail(new GitError('failed', 'cat-file process exited')));
+  }
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  request(kind: 'info' | 'contents', rev: string): Promise<ObjectInfo | ObjectData | null> {
+    if (this.dead) return Promise.reject(new GitError('failed', 'cat-file process exited'));
+    this.lastUsed = Date.now();
+    return new Promise((resolve, reject) => {
+      this.queue.push({ kind, resolve, reject });
+      this.child.stdin.write(`${kind} ${rev}\n`);
+    });
+  }
+
+  stop(): void {
+    if (!this.dead) this.child.kill('SIGKILL');
+  }
+
+  private fail(error: Error): void {
+    if (this.dead) return;
+    this.dead = true;
+    for (const p of this.queue.splice(0)) p.reject(error);
+    this.onExit(this);
+  }
+
+  private onData(chunk: Buffer): void {
+    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
+    for (;;) {
+      const current = this.queue[0];
+      if (!current) {
+        this.buffer = Buffer.alloc(0);
+        return;
+      }
+      if (this.header === null) {
+        const eol = this.buffer.indexOf(10);
+        if (eol < 0) return;
+        const line = this.buffer.subarray(0, eol).toString('utf8');
+        this.buffer = this.buffer.subarray(eol + 1);
+        const parts = line.split(' ');
+        if (parts.length !== 3 || !/^[0-9a-f]{40,64}$/.test(parts[0] as string)) {
+          // `<rev> missing` or `<rev> ambiguous`
+          this.queue.shift();
+          current.resolve(null);
+          continue;
+        }
+        const info: ObjectInfo = { oid: parts[0] as string, type: parts[1] as ObjectType, size: Number(parts[2]) };
+        if (current.kind === 'info') {
+          this.queue.shift();
+          current.resolve(info);
+          continue;
+        }
+        this.header = info;
+        this.chunks = [];
+        this.received = 0;
+      }
+      // Contents: `size` bytes then a newline.
+      const need = this.header.size + 1 - this.received;
+      if (this.buffer.length < need) {
+        this.chunks.push(this.buffer);
+        this.received += this.buffer.length;
+        this.buffer = Buffer.alloc(0);
+        return;
+      }
+      this.chunks.push(this.buffer.subarray(0, need));
+      this.buffer = this.buffer.subarray(need);
+      const data = Buffer.concat(this.chunks).subarray(0, this.header.size);
+      const header = this.header;
+      this.header = null;
+      this.chunks = [];
+      this.queue.shift();
+      current.resolve({ ...header, data });
+    }
+  }
+}
+
+class CatFilePool {
+  private readonly byRepo = new Map<string, BatchProcess[]>();
+  private sweeper: NodeJS.Timeout | undefined;
+
+  private pick(gitDir: string): BatchProcess {
+    let procs = this.byRepo.get(gitDir);
+    if (procs) {
+      // Refresh LRU order.
+      this.byRepo.delete(gitDir);
+      this.byRepo.set(gitDir, procs);
+    } else {
+      procs = [];
+      this.byRepo.set(gitDir, procs);
+      this.evictOverflow();
+    }
+    const idle = procs.find((p) => p.pending === 0);
+    if (idle) return idle;
+    if (procs.length < MAX_PROCESSES_PER_REPO) {
+      const proc = new BatchProcess(gitDir, (p) => this.forget(p));
+      procs.push(proc);
+      this.startSweeper();
+      return proc;
+    }
+    return procs.reduce((a, b) => (b.pending < a.pending ? b : a));
+  }
+
+  private forget(proc: BatchProcess): void {
+    const procs = this.byRepo.get(proc.gitDir);
+    if (!procs) return;
+    const i = procs.indexOf(proc);
+    if (i >= 0) procs.splice(i, 1);
+    if (procs.length === 0) this.byRepo.delete(proc.gitDir);
+  }
+
+  private evictOverflow(): void {
+    while (this.byRepo.size > MAX_REPOSITORIES) {
+      const oldest = this.byRepo.keys().next().value as string;
+      this.evict(oldest);
+    }
+  }
+
+  private startSweeper(): void {
+    if (this.sweeper) return;
+    this.sweeper = setInterval(() => {
+      const now = Date.now();
+      for (const procs of [...this.byRepo.values()]) {
+        for (const p of [...procs]) if (p.pending === 0 && now - p.lastUsed > IDLE_MS) p.stop();
+      }
+      if (this.byRepo.size === 0 && this.sweeper) {
+        clearInterval(this.sweeper);
+        this.sweeper = undefined;
+      }
+    }, IDLE_MS / 2);
+    this.sweeper.unref();
+  }
+
+  /** Stops the processes of a repository (before it is moved or deleted). */
+  evict(gitDir: string): void {
+    for (const p of this.byRepo.get(gitDir) ?? []) p.stop();
+    this.byRepo.delete(gitDir);
+  }
+
+  /** Stops every process (shutdown, tests). */
+  close(): void {
+    for (const gitDir of [...this.byRepo.keys()]) this.evict(gitDir);
+  }
+
+  async request(gitDir: string, kind: 'info' | 'contents', rev: string) {
+    if (rev === '' || /[\n\r\0]/.test(rev)) throw new InvalidArgumentError('invalid object name');
+    // One retry: a pooled process may have died since it was last used.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.pick(gitDir).request(kind, rev);
+      } catch (error) {
+        if (attempt >= 1 || !(error instanceof GitError)) throw error;
+      }
+    }
+  }
+}
+
+const pool = new CatFilePool();
+
+/** Type, size and id of an object named by any revision expression; null when missing. */
+export function objectInfo(gitDir: string, rev: string): Promise<ObjectInfo | null> {
+  return pool.request(gitDir, 'info', rev) as Promise<ObjectInfo | null>;
+}
+
+/**
+ * Reads a whole object (at most MAX_BATCH_OBJECT_BYTES; bigger ones must be streamed), or null
+ * when missing.
+ */
+export async function readObject(gitDir: string, rev: string): Promise<ObjectData | null> {
+  const info = await objectInfo(gitDir, rev);
+  if (!info) return null;
+  if (info.size > MAX_BATCH_OBJECT_BYTES) throw new GitError('failed', 'object too large to read whole');
+  return (await pool.request(gitDir, 'contents', info.oid)) as ObjectData | null;
+}
+
+export const evictRepository = (gitDir: string) => pool.evict(gitDir);
+export const closeCatFilePool = () => pool.close();
