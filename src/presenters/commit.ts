@@ -24,7 +24,7 @@ export function presentCommit(
   if (options.trailers) {
     for (const [key, value] of parseTrailers(commit.message)) {
       trailers[key] = value;
-      (extended[key] ??= []).push(value);
+      extended[key] = [...(extended[key] ?? []), value];
     }
   }
   const committedDate = formatGitTime(commit.committer);
