@@ -1,9 +1,16 @@
 import fs from 'node:fs/promises';
 import Koa from 'koa';
 import { sql } from 'kysely';
+import { registerArchiveRoutes } from './api/archive.js';
+import { registerBranchRoutes } from './api/branches.js';
+import { registerCommitRoutes } from './api/commits.js';
+import { registerCompareRoutes } from './api/compare.js';
+import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { registerProjectRoutes } from './api/projects.js';
+import { registerRepositoryRoutes } from './api/repository.js';
+import { registerTagRoutes } from './api/tags.js';
 import { registerTokenRoutes } from './api/tokens.js';
 import { registerUserRoutes } from './api/users.js';
 import { registerVersionRoutes } from './api/version.js';
@@ -25,6 +32,13 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerNamespaceRoutes,
   registerGroupRoutes,
   registerProjectRoutes,
+  registerRepositoryRoutes,
+  registerArchiveRoutes,
+  registerCompareRoutes,
+  registerCommitRoutes,
+  registerFileRoutes,
+  registerBranchRoutes,
+  registerTagRoutes,
 ];
 
 export interface CreateAppOptions {

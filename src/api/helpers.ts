@@ -1,10 +1,9 @@
-import { findNamespaceById } from '../db/queries/namespaces.js';
 import type { Namespace, Project, User } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
 import { forbidden, notFound, unauthorized } from '../http/errors.js';
 import { type GroupPolicy, loadGroupPolicy, loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import { findGroup } from '../services/groups.js';
-import { findProject } from '../services/projects.js';
+import { findProjectAndNamespace } from '../services/projects.js';
 
 /** The signed-in user, or 401 (for routes whose `auth` is optional but this branch needs one). */
 export function currentUser(ctx: AppContext): User {
@@ -29,9 +28,9 @@ export interface LoadedProject {
 /** Loads `:id` as a project the caller may read, or 404 `Project Not Found`. */
 export async function loadProject(ctx: AppContext, id: string): Promise<LoadedProject> {
   const deps = ctx.state.deps;
-  const project = await findProject(deps, id);
-  const namespace = project ? await findNamespaceById(deps.db, project.namespace_id) : undefined;
-  if (!project || !namespace) throw notFound('Project');
+  const found = await findProjectAndNamespace(deps, id);
+  if (!found) throw notFound('Project');
+  const { project, namespace } = found;
   const policy = await loadProjectPolicy(deps, ctx.state.actor.user, project, namespace);
   if (!policy.can('read_project')) throw notFound('Project');
   return { project, namespace, policy };

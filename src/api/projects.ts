@@ -347,9 +347,8 @@ function projectInput(params: FieldParams): ProjectInput {
  * One project as the caller sees it: BasicProjectDetails for anonymous callers (GitLab's
  * ProjectDetails, without forks here), ProjectWithAccess for GET, Project for POST and PUT.
  */
-async function presentOne(ctx: AppContext, projectId: number, withAccess: boolean) {
+async function presentOne(ctx: AppContext, project: Project | undefined, withAccess: boolean) {
   const deps = ctx.state.deps;
-  const project = await findProjectById(deps.db, projectId);
   if (!project) throw notFound('Project');
   const [view] = await buildProjectViews(deps, ctx.state.actor.user, [project]);
   const pc = { baseUrl: deps.config.baseUrl };
@@ -439,7 +438,7 @@ export function registerProjectRoutes(api: ApiRouter): void {
     },
     async (ctx, params) => {
       const { project } = await loadProject(ctx, params.id);
-      ctx.body = await presentOne(ctx, project.id, true);
+      ctx.body = await presentOne(ctx, project, true);
     },
   );
 
@@ -479,7 +478,7 @@ export function registerProjectRoutes(api: ApiRouter): void {
         },
         namespace,
       );
-      created(ctx, await presentOne(ctx, project.id, false));
+      created(ctx, await presentOne(ctx, await findProjectById(deps.db, project.id), false));
     },
   );
 
@@ -492,8 +491,8 @@ export function registerProjectRoutes(api: ApiRouter): void {
       const input = projectInput(params);
       // GitLab asks for the visibility right whenever the parameter is given, changed or not.
       if (input.visibility !== undefined) policy.authorize('change_visibility_level');
-      await updateProject(ctx.state.deps, project, input);
-      ctx.body = await presentOne(ctx, project.id, false);
+      const updated = await updateProject(ctx.state.deps, project, input);
+      ctx.body = await presentOne(ctx, updated, false);
     },
   );
 

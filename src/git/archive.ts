@@ -88,7 +88,9 @@ export function streamArchive(gitDir: string, options: ArchiveOptions): ArchiveS
     subcommand: 'archive',
     flags: [`--format=${gitFormat}`, `--prefix=${options.prefix}/`],
     args: [options.commitId],
-    endOfOptions: true,
+    // `git archive` reads `--end-of-options` and then takes a following `--` as a pathspec; the
+    // commit id is checked hex above, so `<commit> -- <paths>` is safe without it.
+    endOfOptions: false,
     ...(specs.length > 0 ? { paths: specs } : {}),
     timeoutMs: options.timeoutMs,
   });

@@ -8,6 +8,7 @@ import {
   findProjectByFullPath,
   findProjectById,
   findProjectByName,
+  findProjectWithNamespace,
   insertProject,
   updateProject as updateProjectRow,
 } from '../db/queries/projects.js';
@@ -138,6 +139,19 @@ export async function findProject(deps: Deps, id: string): Promise<Project | und
   }
   if (!id.includes('/')) return undefined;
   return findProjectByFullPath(deps.db, id);
+}
+
+/** Like findProject, with the project's namespace, in one query. */
+export async function findProjectAndNamespace(
+  deps: Deps,
+  id: string,
+): Promise<{ project: Project; namespace: Namespace } | undefined> {
+  if (/^-?\d+$/.test(id)) {
+    const dbId = toDbId(id);
+    return dbId === null ? undefined : findProjectWithNamespace(deps.db, { id: dbId });
+  }
+  if (!id.includes('/')) return undefined;
+  return findProjectWithNamespace(deps.db, { fullPath: id });
 }
 
 /** Longest name or path GitLab accepts. */

@@ -1,6 +1,6 @@
 import { type Expression, type Insertable, type SqlBool, sql, type Updateable } from 'kysely';
 import type { Db } from '../database.js';
-import type { Project, ProjectsTable } from '../schema.js';
+import type { Namespace, Project, ProjectsTable } from '../schema.js';
 import { projectLevelOf, projectVisibleTo, type Viewer } from './access.js';
 
 export function findProjectById(db: Db, id: number): Promise<Project | undefined> {
@@ -13,6 +13,59 @@ export function findProjectByFullPath(db: Db, fullPath: string): Promise<Project
     .selectAll()
     .where(sql`lower(full_path)`, '=', fullPath.toLowerCase())
     .executeTakeFirst();
+}
+
+const NAMESPACE_COLUMNS = [
+  'id',
+  'kind',
+  'name',
+  'path',
+  'full_path',
+  'parent_id',
+  'traversal_ids',
+  'owner_id',
+  'description',
+  'visibility',
+  'request_access_enabled',
+  'project_creation_level',
+  'subgroup_creation_level',
+  'lfs_enabled',
+  'share_with_group_lock',
+  'require_two_factor_authentication',
+  'two_factor_grace_period',
+  'emails_enabled',
+  'mentions_disabled',
+  'default_branch',
+  'created_at',
+  'updated_at',
+] as const satisfies readonly (keyof Namespace)[];
+
+/**
+ * A project and its namespace in one query (every API call on a project starts here), found by
+ * id or by full path.
+ */
+export async function findProjectWithNamespace(
+  db: Db,
+  key: { id: number } | { fullPath: string },
+): Promise<{ project: Project; namespace: Namespace } | undefined> {
+  let query = db
+    .selectFrom('projects')
+    .innerJoin('namespaces as ns', 'ns.id', 'projects.namespace_id')
+    .selectAll('projects')
+    .select(NAMESPACE_COLUMNS.map((c) => sql.ref(`ns.${c}`).as(`ns__${c}`)));
+  query =
+    'id' in key
+      ? query.where('projects.id', '=', key.id)
+      : query.where(sql`lower(projects.full_path)`, '=', key.fullPath.toLowerCase());
+  const row = (await query.executeTakeFirst()) as Record<string, unknown> | undefined;
+  if (!row) return undefined;
+  const project: Record<string, unknown> = {};
+  const namespace: Record<string, unknown> = {};
+  for (const [column, value] of Object.entries(row)) {
+    if (column.startsWith('ns__')) namespace[column.slice(4)] = value;
+    else project[column] = value;
+  }
+  return { project: project as Project, namespace: namespace as Namespace };
 }
 
 /** The project with exactly this name in a namespace (names compare case-sensitively). */
