@@ -1,0 +1,117 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const ROOT = path.resolve(import.meta.dirname, '..');
+export const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
+const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
+
+/** One measured figure: the subject, its baseline from the same run, and their ratio. */
+export interface Measurement {
+  name: string;
+  unit: string;
+  subject: number;
+  baseline: number;
+  baselineName: string;
+  /** subject / baseline for times; baseline / subject is not used, so read with `better`. */
+  ratio: number;
+  /** Which direction is better for the ratio. */
+  better: 'lower' | 'higher';
+  goal?: string;
+}
+
+export interface BenchResult {
+  benchmark: string;
+  date: string;
+  machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string };
+  measurements: Measurement[];
+  notes?: string[];
+}
+
+export function measurement(
+  name: string,
+  unit: string,
+  subject: number,
+  baseline: number,
+  baselineName: string,
+  better: 'lower' | 'higher',
+  goal?: string,
+): Measurement {
+  return { name, unit, subject, baseline, baselineName, ratio: subject / baseline, better, ...(goal ? { goal } : {}) };
+}
+
+/** Prints a result table and writes bench/results/<benchmark>.json. */
+export function report(benchmark: string, measurements: Measurement[], notes: string[] = []): BenchResult {
+  const result: BenchResult = {
+    benchmark,
+    date: new Date().toISOString(),
+    machine: {
+      cpus: os.cpus().length,
+      cpuModel: os.cpus()[0]?.model ?? 'unknown',
+      memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+      node: process.version,
+    },
+    measurements,
+    notes,
+  };
+  fs.mkdirSync(RESULTS_DIR, { recursive: true });
+  fs.writeFileSync(path.join(RESULTS_DIR, `${benchmark}.json`), `${JSON.stringify(result, null, 2)}\n`);
+  process.stdout.write(`\n== ${benchmark}\n`);
+  for (const m of measurements) {
+    const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v.toFixed(3));
+    process.stdout.write(
+      `${m.name}: ${fmt(m.subject)} ${m.unit} vs ${m.baselineName} ${fmt(m.baseline)} ${m.unit} → ratio ${m.ratio.toFixed(2)}× (${m.better} is better)${m.goal ? `, goal ${m.goal}` : ''}\n`,
+    );
+  }
+  for (const note of notes) process.stdout.write(`  note: ${note}\n`);
+  return result;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A clean environment for child processes. */
+export const cleanEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  HOME: process.env.HOME ?? '/tmp',
+  ...extra,
+});
+
+/** Spawns a TypeScript entry point with tsx. */
+export function spawnTs(script: string, env: Record<string, string>): ChildProcess {
+  return spawn(TSX, [script], { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'ignore', 'pipe'] });
+}
+
+/** Polls `url` until it answers 200; returns the elapsed milliseconds since `since`. */
+export async function waitFor(url: string, since: number, timeoutMs = 120_000): Promise<number> {
+  while (performance.now() - since < timeoutMs) {
+    try {
+      const res = await fetch(url);
+      if (res.ok) return performance.now() - since;
+    } catch {
+      // not yet listening
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`${url} did not answer in time`);
+}
+
+export async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGTERM');
+  await new Promise((resolve) => child.once('exit', resolve));
+}
+
+export const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};

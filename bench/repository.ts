@@ -1,0 +1,275 @@
+/**
+ * The repository read endpoints against native git and a bare Koa handler, in the same run:
+ * archives (time and server memory), a 500 MiB raw blob (throughput and memory), requests per
+ * second for tree/blob/raw, and contributors, compare and merge base on 50,000 commits.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import { gitEnvironment } from '../src/git/command.js';
+import { Storages } from '../src/storage/storages.js';
+import { benchRepository } from './fixtures/repositories.js';
+import { freePort, type Measurement, measurement, median, spawnTs, stop, waitFor } from './harness.js';
+
+const TOKEN = 'glpat-bench-token-000000000000';
+const CONNECTIONS = 50;
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+/** BENCH_ONLY=archive,raw,rps,history runs only those sections. */
+const ONLY = new Set((process.env.BENCH_ONLY ?? 'archive,raw,rps,history').split(','));
+
+/**
+ * Anonymous resident memory (heap, stacks, buffers) of a process and all its descendants, in
+ * bytes (Linux /proc RssAnon). File-backed pages are left out: git maps pack files, and those
+ * pages are the kernel's evictable page cache, not memory the server holds.
+ */
+function treeRss(pid: number): number {
+  let total = 0;
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    total += Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
+    for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+      const children = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+      for (const child of children ? children.split(' ') : []) total += treeRss(Number(child));
+    }
+  } catch {
+    // the process ended while we read it
+  }
+  return total;
+}
+
+/** Samples a process tree's RSS until stopped; returns the peak growth over the first sample. */
+function memorySampler(pid: number) {
+  const before = treeRss(pid);
+  let peak = before;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, treeRss(pid));
+  }, 25);
+  return () => {
+    clearInterval(timer);
+    peak = Math.max(peak, treeRss(pid));
+    return (peak - before) / 2 ** 20;
+  };
+}
+
+/** Milliseconds to read a URL's whole body, and its size. */
+async function timeDownload(url: string): Promise<{ ms: number; bytes: number }> {
+  const started = performance.now();
+  const res = await fetch(url);
+  if (!res.ok || !res.body) throw new Error(`${url}: ${res.status} ${await res.text()}`);
+  let bytes = 0;
+  for await (const chunk of res.body) bytes += (chunk as Uint8Array).length;
+  return { ms: performance.now() - started, bytes };
+}
+
+/** Milliseconds for a git command to run, its stdout read (and discarded) by this process. */
+function timeGit(gitDir: string, args: string[]): Promise<{ ms: number; bytes: number }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn('git', [`--git-dir=${gitDir}`, ...args], {
+      env: gitEnvironment(),
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let bytes = 0;
+    child.stdout.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+    });
+    child.on('close', (code) =>
+      code === 0 ? resolve({ ms: performance.now() - started, bytes }) : reject(new Error(`git ${args[0]}: ${code}`)),
+    );
+  });
+}
+
+async function gitOut(gitDir: string, ...args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', [`--git-dir=${gitDir}`, ...args], { env: gitEnvironment() });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    child.on('close', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(`git ${args[0]}: ${code}`))));
+  });
+}
+
+async function medianOf(times: number, fn: () => Promise<{ ms: number }>): Promise<number> {
+  await fn(); // warm-up: page cache, cat-file processes, JIT
+  const values: number[] = [];
+  for (let i = 0; i < times; i++) values.push((await fn()).ms);
+  return median(values);
+}
+
+async function rps(url: string): Promise<number> {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION_S });
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
+  return result.requests.average;
+}
+
+interface Server {
+  base: string;
+  pid: number;
+  child: ReturnType<typeof spawnTs>;
+}
+
+/** Starts Depot on an empty storage and makes public projects served from the generated repositories. */
+async function startDepot(storage: string, repos: Record<string, string>) {
+  const port = await freePort();
+  const child = spawnTs('src/main.ts', {
+    STORAGE_DIR: storage,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    SEED_DEMO: 'false',
+    ADMIN_TOKEN: TOKEN,
+    // BENCH_DATABASE_URL runs the server on PostgreSQL (an empty database) instead of PGlite.
+    ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
+  });
+  await waitFor(`http://127.0.0.1:${port}/-/readiness`, performance.now());
+  const base = `http://127.0.0.1:${port}/api/v4`;
+  const ids: Record<string, number> = {};
+  for (const [name, gitDir] of Object.entries(repos)) {
+    const res = await fetch(`${base}/projects`, {
+      method: 'POST',
+      headers: { 'PRIVATE-TOKEN': TOKEN, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name, path: name, visibility: 'public' }),
+    });
+    const project = (await res.json()) as { id: number };
+    if (res.status !== 201) throw new Error(`creating ${name}: ${res.status} ${JSON.stringify(project)}`);
+    const target = path.join(storage, 'repositories', 'default', `${Storages.hashedPath(project.id)}.git`);
+    fs.rmSync(target, { recursive: true, force: true });
+    fs.symlinkSync(gitDir, target);
+    ids[name] = project.id;
+  }
+  return { server: { base, pid: child.pid as number, child } satisfies Server, ids };
+}
+
+export async function run(): Promise<{ measurements: Measurement[]; notes: string[] }> {
+  const repos = {
+    history: await benchRepository('history'),
+    large: await benchRepository('large'),
+    huge: await benchRepository('huge-blob'),
+  };
+  const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-bench-repo-'));
+  const { server, ids } = await startDepot(storage, repos);
+  const out: Measurement[] = [];
+  const notes: string[] = [];
+  try {
+    const p = (name: keyof typeof repos) => `${server.base}/projects/${ids[name]}/repository`;
+
+    // Archives: the whole 200 MiB tree, through the API and from git archive.
+    const largeSha = await gitOut(repos.large, 'rev-parse', 'main');
+    for (const [format, suffix] of !ONLY.has('archive')
+      ? []
+      : ([
+          ['tar.gz', 'tar.gz'],
+          ['zip', 'zip'],
+        ] as const)) {
+      const url = `${p('large')}/archive.${suffix}?sha=${largeSha}`;
+      const api = await medianOf(RUNS, () => timeDownload(url));
+      const git = await medianOf(RUNS, () => timeGit(repos.large, ['archive', `--format=${format}`, largeSha]));
+      out.push(measurement(`archive ${format} of 200 MiB`, 'ms', api, git, 'git archive', 'lower', '≤ 1.2×'));
+      const sample = memorySampler(server.pid);
+      await timeDownload(url);
+      const growth = sample();
+      out.push(
+        measurement(`server memory growth, archive ${format}`, 'MiB', growth, 64, 'limit 64 MiB', 'lower', '< 1×'),
+      );
+    }
+
+    // Raw blob of 500 MiB: throughput and memory.
+    const hugeBlob = await gitOut(repos.huge, 'rev-parse', 'main:huge.bin');
+    if (ONLY.has('raw')) {
+      const rawUrl = `${p('huge')}/blobs/${hugeBlob}/raw`;
+      const sample = memorySampler(server.pid);
+      const rawApi = await medianOf(RUNS, () => timeDownload(rawUrl));
+      const rawGrowth = sample();
+      const rawGit = await medianOf(RUNS, () => timeGit(repos.huge, ['cat-file', 'blob', hugeBlob]));
+      const mib = 500;
+      out.push(
+        measurement(
+          'raw blob 500 MiB throughput',
+          'MiB/s',
+          mib / (rawApi / 1000),
+          mib / (rawGit / 1000),
+          'git cat-file blob',
+          'higher',
+          '≥ 0.8×',
+        ),
+      );
+      out.push(
+        measurement('server memory growth, raw blob 500 MiB', 'MiB', rawGrowth, 64, 'limit 64 MiB', 'lower', '< 1×'),
+      );
+    }
+
+    // Requests per second on small reads, against a bare Koa handler with the same body.
+    const smallPath = 'src/module1/part0/file1.txt';
+    const historySha = await gitOut(repos.history, 'rev-parse', 'main');
+    const smallBlob = await gitOut(repos.history, 'rev-parse', `main:${smallPath}`);
+    const endpoints: [string, string][] = !ONLY.has('rps')
+      ? []
+      : [
+          ['tree', `${p('history')}/tree?path=src/module1/part0&ref=${historySha}`],
+          ['blob', `${p('history')}/blobs/${smallBlob}`],
+          ['raw', `${p('history')}/blobs/${smallBlob}/raw`],
+        ];
+    for (const [name, url] of endpoints) {
+      const res = await fetch(url);
+      const body = await res.text();
+      if (!res.ok) throw new Error(`${url}: ${res.status} ${body}`);
+      const depot = await rps(url);
+      const barePort = await freePort();
+      const bare = spawnTs('bench/fixtures/bare-koa.ts', { PORT: String(barePort), BODY_TEXT: body });
+      await waitFor(`http://127.0.0.1:${barePort}/-/readiness`, performance.now());
+      const baseline = await rps(`http://127.0.0.1:${barePort}/x`);
+      await stop(bare);
+      out.push(
+        measurement(
+          `GET ${name} (${CONNECTIONS} connections)`,
+          'req/s',
+          depot,
+          baseline,
+          'bare Koa handler, same body',
+          'higher',
+          '≥ 0.5×',
+        ),
+      );
+    }
+
+    // History-wide operations on 50,000 commits.
+    const history: [string, string, string[], string][] = !ONLY.has('history')
+      ? []
+      : [
+          [
+            'contributors',
+            `${p('history')}/contributors`,
+            ['shortlog', '-sne', '--no-merges', '--max-count=2000', 'main'],
+            'git shortlog -sne',
+          ],
+          [
+            'compare main...side',
+            `${p('history')}/compare?from=main&to=side`,
+            ['diff', 'main...side'],
+            'git diff main...side',
+          ],
+          [
+            'merge base',
+            `${p('history')}/merge_base?refs[]=main&refs[]=side`,
+            ['merge-base', 'main', 'side'],
+            'git merge-base',
+          ],
+        ];
+    for (const [name, url, args, baselineName] of history) {
+      const api = await medianOf(RUNS + 2, () => timeDownload(url));
+      const git = await medianOf(RUNS + 2, () => timeGit(repos.history, args));
+      out.push(measurement(`${name} (50,000 commits)`, 'ms', api, git, baselineName, 'lower', '≤ 1.5×'));
+    }
+    notes.push(
+      `repositories: history ${await gitOut(repos.history, 'rev-list', '--count', '--all')} commits; large ${largeSha.slice(0, 8)}; huge blob ${hugeBlob.slice(0, 8)}`,
+    );
+  } finally {
+    await stop(server.child);
+    fs.rmSync(storage, { recursive: true, force: true });
+  }
+  return { measurements: out, notes };
+}

@@ -1,0 +1,29 @@
+/**
+ * Runs the benchmarks (`npm run bench`, or `npm run bench -- <name>` for one). Each prints its
+ * figures as ratios against a baseline measured in the same run and writes
+ * bench/results/<name>.json.
+ */
+import { type Measurement, report } from './harness.js';
+import * as repository from './repository.js';
+import * as startupAndApi from './startup-and-api.js';
+
+type Outcome = Measurement[] | { measurements: Measurement[]; notes: string[] };
+
+const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
+  'startup-and-api': startupAndApi,
+  repository,
+};
+
+const wanted = process.argv.slice(2);
+for (const name of wanted) {
+  if (!BENCHMARKS[name]) {
+    process.stderr.write(`unknown benchmark ${name}; known: ${Object.keys(BENCHMARKS).join(', ')}\n`);
+    process.exit(2);
+  }
+}
+for (const [name, bench] of Object.entries(BENCHMARKS)) {
+  if (wanted.length > 0 && !wanted.includes(name)) continue;
+  const outcome = await bench.run();
+  if (Array.isArray(outcome)) report(name, outcome);
+  else report(name, outcome.measurements, outcome.notes);
+}
