@@ -1,6 +1,6 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { gitEnvironment } from './command.js';
-import { GitError, InvalidArgumentError } from './errors.js';
+import { classifyGitFailure, GitError, InvalidArgumentError } from './errors.js';
 
 /**
  * Long-lived `git cat-file --batch-command` processes per repository (Gitaly's catfile cache):
@@ -50,11 +50,15 @@ class BatchProcess {
       env: gitEnvironment(),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
+    let stderr = '';
     this.child.stdout.on('data', (chunk: Buffer) => this.onData(chunk));
-    this.child.stderr.on('data', () => {});
+    this.child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < 4096) stderr += chunk.toString('utf8');
+    });
     this.child.stdin.on('error', () => {});
     this.child.on('error', (error) => this.fail(new GitError('failed', error.message)));
-    this.child.on('close', () => this.fail(new GitError('failed', 'cat-file process exited')));
+    // A missing repository makes git exit at once: classify it, so callers can answer 404.
+    this.child.on('close', (code) => this.fail(classifyGitFailure(['cat-file'], code, stderr)));
   }
 
   get pending(): number {
@@ -205,7 +209,7 @@ class CatFilePool {
       try {
         return await this.pick(gitDir).request(kind, rev);
       } catch (error) {
-        if (attempt >= 1 || !(error instanceof GitError)) throw error;
+        if (attempt >= 1 || !(error instanceof GitError) || error.code === 'repository_missing') throw error;
       }
     }
   }

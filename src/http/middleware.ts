@@ -56,6 +56,9 @@ function toResponse(error: unknown): { status: number; body: unknown; headers: R
   if (error instanceof ApiError) return { status: error.status, body: error.body, headers: error.headers };
   if (error instanceof GitError) {
     if (error.code === 'invalid_argument') return { status: 400, body: { message: '400 Bad request' }, headers: {} };
+    if (error.code === 'repository_missing') {
+      return { status: 404, body: { message: '404 Repository Not Found' }, headers: {} };
+    }
     if (error.code === 'timeout') {
       return { status: 503, body: { message: '503 Service Unavailable' }, headers: {} };
     }

@@ -1,0 +1,144 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSampleRepository } from '../../fixtures/sample-repo.js';
+import { objectInfo, readObject } from '../../src/git/catfile.js';
+import { gitEnvironment } from '../../src/git/command.js';
+import { formatGitTime, parseCommitObject, parseTrailers } from '../../src/git/commit.js';
+import { GitError } from '../../src/git/errors.js';
+
+const exec = promisify(execFile);
+let scratch: string;
+let gitDir: string;
+const git = async (...args: string[]) =>
+  (await exec('git', [`--git-dir=${gitDir}`, ...args], { env: gitEnvironment(), encoding: 'utf8', maxBuffer: 1 << 26 }))
+    .stdout;
+
+beforeAll(async () => {
+  scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-engine-'));
+  gitDir = path.join(scratch, 'sample.git');
+  await buildSampleRepository(gitDir);
+});
+afterAll(async () => {
+  await fs.rm(scratch, { recursive: true, force: true });
+});
+
+/** Pids of the cat-file processes serving `dir` (from /proc, so only ours match). */
+async function catFilePids(dir: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await fs.readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const cmdline = await fs.readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(`--git-dir=${dir}\0`) && cmdline.includes('cat-file')) pids.push(Number(entry));
+  }
+  return pids;
+}
+
+describe('the cat-file pool', () => {
+  it('reads every object of the repository as git does, many at once', async () => {
+    const listing = (await git('rev-list', '--objects', '--all')).trim().split('\n');
+    const oids = listing.map((line) => line.slice(0, 40));
+    const results = await Promise.all(oids.map((oid) => readObject(gitDir, oid)));
+    for (const [i, oid] of oids.entries()) {
+      const object = results[i];
+      expect(object?.oid).toBe(oid);
+      const type = (await git('cat-file', '-t', oid)).trim();
+      expect(object?.type).toBe(type);
+      const raw = await exec('git', [`--git-dir=${gitDir}`, 'cat-file', type, oid], {
+        env: gitEnvironment(),
+        encoding: 'buffer',
+        maxBuffer: 1 << 26,
+      });
+      expect(Buffer.compare(object?.data as Buffer, raw.stdout)).toBe(0);
+    }
+    // Bounded: never more than 4 processes for one repository, however many reads were queued.
+    const pids = await catFilePids(gitDir);
+    expect(pids.length).toBeGreaterThan(0);
+    expect(pids.length).toBeLessThanOrEqual(4);
+  });
+
+  it('answers null for missing objects and unknown revisions', async () => {
+    expect(await objectInfo(gitDir, '0'.repeat(40))).toBeNull();
+    expect(await objectInfo(gitDir, 'no-such-branch')).toBeNull();
+    expect(await objectInfo(gitDir, 'main:no/such/file')).toBeNull();
+    await expect(objectInfo(gitDir, 'main\nmain')).rejects.toBeInstanceOf(GitError);
+  });
+
+  it('starts a new process when the pooled one died', async () => {
+    const head = (await git('rev-parse', 'main')).trim();
+    expect((await objectInfo(gitDir, 'main'))?.oid).toBe(head);
+    const before = await catFilePids(gitDir);
+    expect(before.length).toBeGreaterThan(0);
+    for (const pid of before) process.kill(pid, 'SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await objectInfo(gitDir, 'main'))?.oid).toBe(head);
+    const after = await catFilePids(gitDir);
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.some((pid) => before.includes(pid))).toBe(false);
+  });
+
+  it('tells a missing repository apart from a missing object', async () => {
+    const error = await objectInfo(path.join(scratch, 'nope.git'), 'main').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(GitError);
+    expect((error as GitError).code).toBe('repository_missing');
+  });
+});
+
+describe('commit parsing', () => {
+  it('reads every commit of the fixture as git log prints it', async () => {
+    const format = ['%H', '%P', '%an', '%ae', '%at', '%ai', '%cn', '%ce', '%ct', '%ci'].join('%x1f');
+    const lines = (await git('log', '--all', `--format=${format}`)).trim().split('\n');
+    for (const line of lines) {
+      const [id, parents, an, ae, at, ai, cn, ce, ct, ci] = line.split('\x1f') as string[];
+      const object = await readObject(gitDir, id as string);
+      const commit = parseCommitObject(id as string, object?.data as Buffer);
+      expect(commit.parentIds.join(' ')).toBe(parents);
+      expect([commit.author.name, commit.author.email, String(commit.author.time)]).toEqual([an, ae, at]);
+      expect([commit.committer.name, commit.committer.email, String(commit.committer.time)]).toEqual([cn, ce, ct]);
+      // `%ai` is "2024-01-15 10:00:00 +0100": the same instant and offset as our ISO form.
+      const toIso = (s: string) => s.replace(/^(\S+) (\S+) ([+-]\d\d)(\d\d)$/, '$1T$2.000$3:$4');
+      expect(formatGitTime(commit.author)).toBe(toIso(ai as string));
+      expect(formatGitTime(commit.committer)).toBe(toIso(ci as string));
+      expect(commit.message).toBe((await git('cat-file', 'commit', id as string)).split('\n\n').slice(1).join('\n\n'));
+    }
+  });
+
+  it('keeps the commit’s own offset, with milliseconds', () => {
+    expect(formatGitTime({ time: 1338205362, tzMinutes: -420 })).toBe('2012-05-28T04:42:42.000-07:00');
+    expect(formatGitTime({ time: 0, tzMinutes: 0 })).toBe('1970-01-01T00:00:00.000+00:00');
+    expect(formatGitTime({ time: 1700000000, tzMinutes: 330 })).toBe('2023-11-15T03:43:20.000+05:30');
+  });
+
+  it('finds trailers by git’s rules (checked against git interpret-trailers)', async () => {
+    const messages = [
+      'Title\n\nBody text.\n\nChangelog: added\nSigned-off-by: A <a@example.com>\n',
+      'Title\n\nChangelog: fixed\n',
+      'Only a title: with a colon\n',
+      'Title\n\nNot a trailer block\nChangelog: added\n',
+      'Title\n\nBody\n\nSigned-off-by: A <a@example.com>\nSome free text\nMore free text\n',
+      'Title\n\nKey: value\n  continued here\nOther: x\n',
+      'Title\n\nChangelog: added\n---\npatch notes: here\n',
+    ];
+    for (const message of messages) {
+      const { stdout } = await exec(
+        'sh',
+        ['-c', 'printf "%s" "$0" | git interpret-trailers --parse --unfold', message],
+        {
+          env: gitEnvironment(),
+          encoding: 'utf8',
+        },
+      );
+      const expected = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => {
+          const i = line.indexOf(':');
+          return [line.slice(0, i), line.slice(i + 1).trim()];
+        });
+      expect({ message, trailers: parseTrailers(message) }).toEqual({ message, trailers: expected });
+    }
+  });
+});
