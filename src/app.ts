@@ -21,6 +21,7 @@ import { buildOpenApi } from './http/openapi.js';
 import { ApiRouter } from './http/route.js';
 import type { Deps } from './services/deps.js';
 import { DEPOT_VERSION } from './version.js';
+import { gitHttp } from './web/git-http.js';
 
 export const API_PREFIX = '/api/v4';
 
@@ -100,6 +101,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
     }
     await next();
   });
+  app.use(gitHttp());
   app.use(api.router.routes());
   app.use(async (ctx) => {
     ctx.status = 404;

@@ -1,0 +1,117 @@
+import { insertEvent } from '../db/queries/events.js';
+import type { Project, User } from '../db/schema.js';
+import { readObject } from '../git/catfile.js';
+import { gitText } from '../git/command.js';
+import { commitTitle, parseCommitObject } from '../git/commit.js';
+import type { RefUpdate } from '../git/smart-http.js';
+import type { Deps } from './deps.js';
+
+/** Above this many refs of one kind and action, GitLab records one bulk event with `ref_count`. */
+const BULK_PUSH_THRESHOLD = 3;
+const TITLE_CHARS = 70;
+
+const isZero = (id: string) => /^0+$/.test(id);
+
+type PushAction = 'created' | 'removed' | 'pushed';
+
+function describe(update: RefUpdate): { action: PushAction; refType: 'branch' | 'tag'; name: string } | null {
+  const action: PushAction = isZero(update.oldId) ? 'created' : isZero(update.newId) ? 'removed' : 'pushed';
+  if (update.ref.startsWith('refs/heads/')) return { action, refType: 'branch', name: update.ref.slice(11) };
+  if (update.ref.startsWith('refs/tags/')) return { action, refType: 'tag', name: update.ref.slice(10) };
+  return null;
+}
+
+/** Commits a branch update brought: old..new, or for a new branch those on no other branch. */
+async function newCommits(gitDir: string, update: RefUpdate): Promise<number> {
+  if (isZero(update.newId)) return 0;
+  try {
+    let exclude = [`^${update.oldId}`];
+    if (isZero(update.oldId)) {
+      const refs = await gitText({
+        gitDir,
+        subcommand: 'for-each-ref',
+        flags: ['--format=%(objectname) %(refname)'],
+        args: ['refs/heads/'],
+      });
+      exclude = refs
+        .split('\n')
+        .map((line) => line.split(' '))
+        .filter(([id, ref]) => id && ref !== update.ref)
+        .map(([id]) => `^${id}`);
+    }
+    const out = await gitText({
+      gitDir,
+      subcommand: 'rev-list',
+      flags: ['--count', '--stdin'],
+      input: [update.newId, ...exclude].join('\n') + '\n',
+    });
+    return Number(out.trim()) || 0;
+  } catch {
+    return 0;
+  }
+}
+
+async function titleOf(gitDir: string, id: string): Promise<string | null> {
+  if (isZero(id)) return null;
+  const object = await readObject(gitDir, id).catch(() => null);
+  if (object?.type !== 'commit') return null;
+  const title = commitTitle(parseCommitObject(id, object.data).message);
+  return title.length > TITLE_CHARS ? `${title.slice(0, TITLE_CHARS - 1)}…` : title;
+}
+
+/** Records GitLab's `pushed` events for the refs a push changed (one per ref, or bulk). */
+export async function recordPushEvents(
+  deps: Deps,
+  project: Project,
+  user: User,
+  gitDir: string,
+  updates: RefUpdate[],
+): Promise<void> {
+  const groups = new Map<
+    string,
+    { update: RefUpdate; action: PushAction; refType: 'branch' | 'tag'; name: string }[]
+  >();
+  for (const update of updates) {
+    const d = describe(update);
+    if (!d) continue;
+    const key = `${d.refType}:${d.action}`;
+    groups.set(key, [...(groups.get(key) ?? []), { update, ...d }]);
+  }
+  const now = deps.clock.now();
+  const base = { action: 'pushed', author_id: user.id, project_id: project.id, created_at: now };
+  for (const items of groups.values()) {
+    if (items.length > BULK_PUSH_THRESHOLD) {
+      const first = items[0] as (typeof items)[number];
+      await insertEvent(deps.db, {
+        ...base,
+        push_data: JSON.stringify({
+          commit_count: 0,
+          action: first.action,
+          ref_type: first.refType,
+          commit_from: null,
+          commit_to: null,
+          ref: null,
+          commit_title: null,
+          ref_count: items.length,
+        }),
+      });
+      continue;
+    }
+    for (const item of items) {
+      const { update } = item;
+      await insertEvent(deps.db, {
+        ...base,
+        push_data: JSON.stringify({
+          commit_count: item.refType === 'branch' ? await newCommits(gitDir, update) : 0,
+          action: item.action,
+          ref_type: item.refType,
+          commit_from: isZero(update.oldId) ? null : update.oldId,
+          commit_to: isZero(update.newId) ? null : update.newId,
+          ref: item.name,
+          commit_title: await titleOf(gitDir, update.newId),
+          ref_count: null,
+        }),
+      });
+    }
+  }
+}

@@ -1,0 +1,262 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PassThrough, type Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import type { Middleware } from 'koa';
+import { findUserByIdOrUsername } from '../db/queries/users.js';
+import type { Namespace, Project, User } from '../db/schema.js';
+import { readBranchTip, setHeadBranch } from '../git/repo-info.js';
+import {
+  advertiseRefs,
+  type GitService,
+  gitProtocol,
+  parsePushLog,
+  receiveHooksDir,
+  runService,
+  serviceHeader,
+} from '../git/smart-http.js';
+import type { AppContext, AppState } from '../http/context.js';
+import { ApiError } from '../http/errors.js';
+import { verifyPassword } from '../lib/crypto.js';
+import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
+import { AccessLevel } from '../policies/access-levels.js';
+import { resolveActor, type ScopeRule } from '../services/auth.js';
+import type { Deps } from '../services/deps.js';
+import { findProjectAndNamespace } from '../services/projects.js';
+import { recordPushEvents } from '../services/push-events.js';
+
+/** `/<full path>[.git]/info/refs`, `/git-upload-pack`, `/git-receive-pack`. */
+const ROUTE = /^\/(.+?)(?:\.git)?\/(info\/refs|git-upload-pack|git-receive-pack)$/;
+
+const READ_SCOPES: ScopeRule[] = [{ scope: 'api' }, { scope: 'read_repository' }, { scope: 'write_repository' }];
+const WRITE_SCOPES: ScopeRule[] = [{ scope: 'api' }, { scope: 'write_repository' }];
+
+const MESSAGES = {
+  denied:
+    'HTTP Basic: Access denied. If a password was provided for Git authentication, the password was incorrect ' +
+    "or you're required to use a token instead of a password. If a token was provided, it was either incorrect, " +
+    'expired, or improperly scoped.',
+  notFound: "The project you were looking for could not be found or you don't have permission to view it.",
+  download: 'You are not allowed to download code from this project.',
+  push: 'You are not allowed to push code to this project.',
+  archived: 'You are not allowed to push code to an archived project.',
+  readOnly: 'The repository is temporarily read-only. Please try again later.',
+  dumb: 'Only the smart HTTP protocol is supported.',
+} as const;
+
+class GitHttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly challenge = false,
+  ) {
+    super(message);
+  }
+}
+
+const deny = () => new GitHttpError(401, MESSAGES.denied, true);
+
+interface Credentials {
+  login: string;
+  password: string;
+}
+
+function basicCredentials(ctx: AppContext): Credentials | null {
+  const match = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(ctx.get('Authorization'));
+  if (!match) return null;
+  const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return null;
+  return { login: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+}
+
+/**
+ * The user behind Basic credentials, as GitLab's find_for_git_client: the password may be a
+ * personal access token with a scope that allows this operation (any login), else the user's
+ * own password. Anything else is 401 with a Basic challenge.
+ */
+async function gitUser(deps: Deps, credentials: Credentials | null, push: boolean): Promise<User | null> {
+  if (!credentials) return null;
+  try {
+    const actor = await resolveActor(
+      deps,
+      { privateToken: credentials.password },
+      push ? WRITE_SCOPES : READ_SCOPES,
+      'POST',
+    );
+    if (actor.user) return actor.user;
+  } catch (error) {
+    // A blocked or deactivated user is told so, as GitLab does.
+    if (error instanceof ApiError && error.status === 403 && !('error' in error.body)) {
+      throw new GitHttpError(403, String(error.body.message).replace(/^403 Forbidden - /, ''));
+    }
+  }
+  const user = credentials.login ? await findUserByIdOrUsername(deps.db, credentials.login) : undefined;
+  if (user && user.state === 'active' && (await verifyPassword(credentials.password, user.password_digest))) {
+    return user;
+  }
+  throw deny();
+}
+
+interface Access {
+  project: Project;
+  namespace: Namespace;
+  policy: ProjectPolicy;
+  user: User | null;
+  gitDir: string;
+}
+
+async function authorize(ctx: AppContext, fullPath: string, service: GitService): Promise<Access> {
+  const deps = ctx.state.deps;
+  const push = service === 'git-receive-pack';
+  const user = await gitUser(deps, basicCredentials(ctx), push);
+  const found = fullPath.includes('/') ? await findProjectAndNamespace(deps, fullPath) : undefined;
+  // Anonymous callers are asked for credentials before anything is revealed.
+  if (!user && (push || !found)) throw deny();
+  if (!found) throw new GitHttpError(404, MESSAGES.notFound);
+  const { project, namespace } = found;
+  const policy = await loadProjectPolicy(deps, user, project, namespace);
+  if (!policy.can('read_project')) {
+    if (!user) throw deny();
+    throw new GitHttpError(404, MESSAGES.notFound);
+  }
+  if (!policy.can('read_code')) {
+    if (!user) throw deny();
+    throw new GitHttpError(403, MESSAGES.download);
+  }
+  if (push) {
+    if (project.archived && policy.level >= AccessLevel.DEVELOPER) throw new GitHttpError(403, MESSAGES.archived);
+    if (!policy.can('push_code')) throw new GitHttpError(403, MESSAGES.push);
+    if (project.repository_read_only) throw new GitHttpError(403, MESSAGES.readOnly);
+  }
+  const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
+  return { project, namespace, policy, user, gitDir };
+}
+
+function requestBody(ctx: AppContext): Readable {
+  const encoding = ctx.get('Content-Encoding').toLowerCase();
+  if (encoding === 'gzip' || encoding === 'x-gzip') {
+    const gunzip = createGunzip();
+    ctx.req.pipe(gunzip);
+    return gunzip;
+  }
+  return ctx.req;
+}
+
+function noCache(ctx: AppContext): void {
+  ctx.set('Cache-Control', 'no-cache, max-age=0, must-revalidate');
+  ctx.set('Expires', 'Fri, 01 Jan 1980 00:00:00 GMT');
+  ctx.set('Pragma', 'no-cache');
+}
+
+async function advertise(ctx: AppContext, access: Access, service: GitService): Promise<void> {
+  const protocol = gitProtocol(ctx.get('Git-Protocol'));
+  const git = advertiseRefs(access.gitDir, service, { protocol });
+  const out = new PassThrough();
+  // Protocol v2 starts with the capability advertisement itself, as git http-backend does.
+  if (!(service === 'git-upload-pack' && protocol?.includes('version=2'))) out.write(serviceHeader(service));
+  git.stdout.pipe(out);
+  git.done.catch((error: Error) => out.destroy(error));
+  ctx.status = 200;
+  ctx.type = `application/x-${service}-advertisement`;
+  noCache(ctx);
+  ctx.body = out;
+}
+
+async function serve(ctx: AppContext, access: Access, service: GitService): Promise<void> {
+  const deps = ctx.state.deps;
+  if (ctx.get('Content-Type') !== `application/x-${service}-request`) {
+    throw new GitHttpError(415, `Content-Type must be application/x-${service}-request`);
+  }
+  const protocol = gitProtocol(ctx.get('Git-Protocol'));
+  ctx.status = 200;
+  ctx.type = `application/x-${service}-result`;
+  noCache(ctx);
+  if (service === 'git-upload-pack') {
+    const git = runService(access.gitDir, service, requestBody(ctx), { protocol });
+    git.done.catch((error: Error) => git.stdout.destroy(error));
+    ctx.res.on('close', () => git.kill());
+    ctx.body = git.stdout;
+    return;
+  }
+  // Receive: our hooks enforce protection; post-receive tells us what changed.
+  const logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
+  const pushLog = path.join(logDir, 'refs');
+  const canAdmin = access.policy.level >= AccessLevel.MAINTAINER;
+  const git = runService(access.gitDir, service, requestBody(ctx), {
+    protocol,
+    config: { 'core.hooksPath': receiveHooksDir() },
+    env: {
+      DEPOT_DEFAULT_BRANCH: access.project.default_branch ?? '',
+      DEPOT_CAN_PUSH_PROTECTED: canAdmin ? '1' : '0',
+      DEPOT_CAN_CHANGE_TAGS: canAdmin ? '1' : '0',
+      DEPOT_PUSH_LOG: pushLog,
+    },
+  });
+  const out = new PassThrough();
+  git.stdout.pipe(out, { end: false });
+  git.done
+    .then(() => afterPush(deps, access, pushLog))
+    .catch((error: unknown) => deps.logger.warn({ err: error, project: access.project.id }, 'push failed'))
+    .finally(() => {
+      out.end();
+      void fs.rm(logDir, { recursive: true, force: true });
+    });
+  ctx.body = out;
+}
+
+/** Records push events and, for a first push, points the default branch at what was pushed. */
+async function afterPush(deps: Deps, access: Access, pushLog: string): Promise<void> {
+  const text = await fs.readFile(pushLog, 'utf8').catch(() => '');
+  const updates = parsePushLog(text);
+  if (updates.length === 0 || !access.user) return;
+  const { project, gitDir } = access;
+  const current = project.default_branch ? await readBranchTip(gitDir, project.default_branch) : null;
+  if (!current) {
+    const created = updates.find((u) => u.ref.startsWith('refs/heads/') && !/^0+$/.test(u.newId));
+    if (created) {
+      const branch = created.ref.slice('refs/heads/'.length);
+      await setHeadBranch(gitDir, branch);
+      await deps.db.updateTable('projects').set({ default_branch: branch }).where('id', '=', project.id).execute();
+    }
+  }
+  await recordPushEvents(deps, project, access.user, gitDir, updates);
+  await deps.db
+    .updateTable('projects')
+    .set({ last_activity_at: deps.clock.now() })
+    .where('id', '=', project.id)
+    .execute();
+}
+
+/** Git's smart HTTP protocol at `<BASE_URL>/<full path>.git`, on native git. */
+export function gitHttp(): Middleware<AppState, AppContext> {
+  return async (ctx, next) => {
+    const match = ROUTE.exec(ctx.path);
+    if (!match) return next();
+    const [, fullPath, action] = match as unknown as [string, string, string];
+    const wanted: GitService | null =
+      action === 'info/refs'
+        ? ctx.query.service === 'git-upload-pack' || ctx.query.service === 'git-receive-pack'
+          ? ctx.query.service
+          : null
+        : (action as GitService);
+    const method = action === 'info/refs' ? 'GET' : 'POST';
+    if (ctx.method !== method && !(method === 'GET' && ctx.method === 'HEAD')) return next();
+    try {
+      if (!wanted) throw new GitHttpError(403, MESSAGES.dumb);
+      if (fullPath.includes('\0') || fullPath.split('/').some((s) => s === '' || s === '.' || s === '..')) {
+        throw new GitHttpError(404, MESSAGES.notFound);
+      }
+      const access = await authorize(ctx, fullPath, wanted);
+      if (action === 'info/refs') await advertise(ctx, access, wanted);
+      else await serve(ctx, access, wanted);
+    } catch (error) {
+      if (!(error instanceof GitHttpError)) throw error;
+      ctx.status = error.status;
+      ctx.type = 'text/plain';
+      ctx.body = `${error.message}\n`;
+      if (error.challenge) ctx.set('WWW-Authenticate', 'Basic realm="GitLab"');
+    }
+  };
+}
