@@ -22,6 +22,7 @@ import { ApiRouter } from './http/route.js';
 import type { Deps } from './services/deps.js';
 import { DEPOT_VERSION } from './version.js';
 import { gitHttp } from './web/git-http.js';
+import { gitLfs } from './web/git-lfs.js';
 
 export const API_PREFIX = '/api/v4';
 
@@ -101,6 +102,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
     }
     await next();
   });
+  app.use(gitLfs());
   app.use(gitHttp());
   app.use(api.router.routes());
   app.use(async (ctx) => {

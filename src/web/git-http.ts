@@ -45,7 +45,7 @@ const MESSAGES = {
   dumb: 'Only the smart HTTP protocol is supported.',
 } as const;
 
-class GitHttpError extends Error {
+export class GitHttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
@@ -99,7 +99,7 @@ async function gitUser(deps: Deps, credentials: Credentials | null, push: boolea
   throw deny();
 }
 
-interface Access {
+export interface GitAccess {
   project: Project;
   namespace: Namespace;
   policy: ProjectPolicy;
@@ -107,7 +107,8 @@ interface Access {
   gitDir: string;
 }
 
-async function authorize(ctx: AppContext, fullPath: string, service: GitService): Promise<Access> {
+/** Who may do what on the repository at `fullPath`, as GitLab's git access checks decide. */
+export async function authorizeGit(ctx: AppContext, fullPath: string, service: GitService): Promise<GitAccess> {
   const deps = ctx.state.deps;
   const push = service === 'git-receive-pack';
   const user = await gitUser(deps, basicCredentials(ctx), push);
@@ -150,7 +151,7 @@ function noCache(ctx: AppContext): void {
   ctx.set('Pragma', 'no-cache');
 }
 
-async function advertise(ctx: AppContext, access: Access, service: GitService): Promise<void> {
+async function advertise(ctx: AppContext, access: GitAccess, service: GitService): Promise<void> {
   const protocol = gitProtocol(ctx.get('Git-Protocol'));
   const git = advertiseRefs(access.gitDir, service, { protocol });
   const out = new PassThrough();
@@ -164,7 +165,7 @@ async function advertise(ctx: AppContext, access: Access, service: GitService): 
   ctx.body = out;
 }
 
-async function serve(ctx: AppContext, access: Access, service: GitService): Promise<void> {
+async function serve(ctx: AppContext, access: GitAccess, service: GitService): Promise<void> {
   const deps = ctx.state.deps;
   if (ctx.get('Content-Type') !== `application/x-${service}-request`) {
     throw new GitHttpError(415, `Content-Type must be application/x-${service}-request`);
@@ -207,7 +208,7 @@ async function serve(ctx: AppContext, access: Access, service: GitService): Prom
 }
 
 /** Records push events and, for a first push, points the default branch at what was pushed. */
-async function afterPush(deps: Deps, access: Access, pushLog: string): Promise<void> {
+async function afterPush(deps: Deps, access: GitAccess, pushLog: string): Promise<void> {
   const text = await fs.readFile(pushLog, 'utf8').catch(() => '');
   const updates = parsePushLog(text);
   if (updates.length === 0 || !access.user) return;
@@ -248,7 +249,7 @@ export function gitHttp(): Middleware<AppState, AppContext> {
       if (fullPath.includes('\0') || fullPath.split('/').some((s) => s === '' || s === '.' || s === '..')) {
         throw new GitHttpError(404, MESSAGES.notFound);
       }
-      const access = await authorize(ctx, fullPath, wanted);
+      const access = await authorizeGit(ctx, fullPath, wanted);
       if (action === 'info/refs') await advertise(ctx, access, wanted);
       else await serve(ctx, access, wanted);
     } catch (error) {
