@@ -10,6 +10,7 @@ import { registerGroupRoutes } from './api/groups.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
+import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
 import { registerTagRoutes } from './api/tags.js';
 import { registerTokenRoutes } from './api/tokens.js';
 import { registerUserRoutes } from './api/users.js';
@@ -41,6 +42,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerFileRoutes,
   registerBranchRoutes,
   registerTagRoutes,
+  registerRepositoryWriteRoutes,
 ];
 
 export interface CreateAppOptions {

@@ -84,3 +84,142 @@ export async function commitFiles(
     await fs.rm(indexFile, { force: true });
   }
 }
+
+/** One change of GitLab's commits API, with content already decoded. */
+export type FileAction =
+  | { action: 'create' | 'update'; path: string; content: Buffer; executable?: boolean }
+  | { action: 'delete'; path: string }
+  | { action: 'move'; path: string; previousPath: string; content: Buffer | null }
+  | { action: 'chmod'; path: string; executable: boolean };
+
+/** Why an action cannot apply, in Gitaly's words (GitLab answers them as 400 messages). */
+export class ActionError extends GitError {
+  constructor(message: string) {
+    super('invalid_argument', message);
+  }
+}
+
+interface IndexEntry {
+  mode: string;
+  oid: string;
+}
+
+async function readIndexEntries(gitDir: string, env: Record<string, string>): Promise<Map<string, IndexEntry>> {
+  const out = await runGit({ gitDir, env, subcommand: 'ls-files', flags: ['-s', '-z'] });
+  const entries = new Map<string, IndexEntry>();
+  for (const record of out.stdout.toString('utf8').split('\0')) {
+    if (!record) continue;
+    const tab = record.indexOf('\t');
+    const [mode, oid] = record.slice(0, tab).split(' ') as [string, string];
+    entries.set(record.slice(tab + 1), { mode, oid });
+  }
+  return entries;
+}
+
+/** Does `file` clash with an existing file or directory (`a` vs `a/b`)? */
+function clashes(entries: Map<string, IndexEntry>, file: string): string | null {
+  if (entries.has(file)) return 'A file with this name already exists';
+  const parts = file.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    if (entries.has(parts.slice(0, i).join('/'))) return 'A file with this name already exists';
+  }
+  const prefix = `${file}/`;
+  for (const name of entries.keys()) if (name.startsWith(prefix)) return 'A directory with this name already exists';
+  return null;
+}
+
+/**
+ * Applies actions on top of `parent` (or nothing) in a scratch index and returns the new tree
+ * id, or throws ActionError with GitLab's message when an action does not fit the tree.
+ */
+export async function treeWithActions(gitDir: string, parent: string | null, actions: FileAction[]): Promise<string> {
+  const indexFile = path.join(os.tmpdir(), `depot-index-${randomBytes(8).toString('hex')}`);
+  const env = { GIT_INDEX_FILE: indexFile };
+  try {
+    if (parent) await runGit({ gitDir, env, subcommand: 'read-tree', args: [`${parent}^{tree}`], endOfOptions: true });
+    else await runGit({ gitDir, env, subcommand: 'read-tree', flags: ['--empty'] });
+    const entries = await readIndexEntries(gitDir, env);
+    const hash = (content: Buffer) =>
+      gitText({ gitDir, subcommand: 'hash-object', flags: ['-w', '--stdin'], input: content });
+    const modeFor = (executable: boolean | undefined, previous?: IndexEntry) =>
+      executable === undefined ? (previous?.mode ?? '100644') : executable ? '100755' : '100644';
+    for (const action of actions) {
+      for (const p of action.action === 'move' ? [action.path, action.previousPath] : [action.path]) {
+        if (!isValidRepoPath(p)) throw new ActionError('Path cannot include directory traversal');
+      }
+      const existing = entries.get(action.path);
+      switch (action.action) {
+        case 'create': {
+          const clash = clashes(entries, action.path);
+          if (clash) throw new ActionError(clash);
+          entries.set(action.path, { mode: modeFor(action.executable), oid: await hash(action.content) });
+          break;
+        }
+        case 'update':
+          if (!existing || existing.mode === '160000') throw new ActionError("A file with this name doesn't exist");
+          entries.set(action.path, { mode: modeFor(action.executable, existing), oid: await hash(action.content) });
+          break;
+        case 'delete':
+          if (!existing) throw new ActionError("A file with this name doesn't exist");
+          entries.delete(action.path);
+          break;
+        case 'chmod':
+          if (!existing || existing.mode === '160000') throw new ActionError("A file with this name doesn't exist");
+          entries.set(action.path, { mode: modeFor(action.executable), oid: existing.oid });
+          break;
+        case 'move': {
+          const previous = entries.get(action.previousPath);
+          if (!previous) throw new ActionError("A file with this name doesn't exist");
+          entries.delete(action.previousPath);
+          const clash = clashes(entries, action.path);
+          if (clash) throw new ActionError(clash);
+          const oid = action.content === null ? previous.oid : await hash(action.content);
+          entries.set(action.path, { mode: previous.mode, oid });
+          break;
+        }
+      }
+    }
+    // Rewrite the index from the map: NUL-terminated records pass any file name unchanged.
+    await runGit({ gitDir, env, subcommand: 'read-tree', flags: ['--empty'] });
+    const records = [...entries].map(([file, e]) => `${e.mode} ${e.oid}\t${file}\0`).join('');
+    if (records)
+      await runGit({ gitDir, env, subcommand: 'update-index', flags: ['-z', '--index-info'], input: records });
+    return await gitText({ gitDir, env, subcommand: 'write-tree' });
+  } finally {
+    await fs.rm(indexFile, { force: true });
+  }
+}
+
+/**
+ * Writes a commit of `tree` on `parent` and moves `branch` to it only if the branch is still at
+ * `expectedOld` (ZERO_OID: must not exist). A concurrent writer makes it fail with `conflict`.
+ */
+export async function commitTree(
+  gitDir: string,
+  options: {
+    tree: string;
+    parent: string | null;
+    branch: string;
+    expectedOld: string;
+    message: string;
+    author: GitIdentity;
+    committer: GitIdentity;
+  },
+): Promise<string> {
+  if (!isValidBranchName(options.branch)) throw new GitError('invalid_argument', 'invalid branch name');
+  const commit = await gitText({
+    gitDir,
+    env: identityEnv(options.author, options.committer),
+    subcommand: 'commit-tree',
+    flags: options.parent ? [['-p', options.parent]] : [],
+    args: [options.tree],
+    input: options.message,
+  });
+  await runGit({
+    gitDir,
+    subcommand: 'update-ref',
+    flags: [['-m', 'depot: commit']],
+    args: [`refs/heads/${options.branch}`, commit, options.expectedOld],
+  });
+  return commit;
+}

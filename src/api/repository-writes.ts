@@ -1,0 +1,142 @@
+import { z } from 'zod';
+import { readObject } from '../git/catfile.js';
+import { gitText } from '../git/command.js';
+import { parseCommitObject } from '../git/commit.js';
+import type { FileAction } from '../git/write.js';
+import { forbidden, notFound } from '../http/errors.js';
+import { p } from '../http/params.js';
+import type { ApiRouter } from '../http/route.js';
+import { presentCommit } from '../presenters/commit.js';
+import { canPushToBranch, createCommit } from '../services/repository-commits.js';
+import { created, currentUser, loadProject } from './helpers.js';
+
+const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+
+const action = z.object({
+  action: p.enum(['create', 'update', 'move', 'delete', 'chmod']),
+  file_path: p.string(),
+  previous_path: p.string().optional(),
+  content: p.string().optional(),
+  encoding: p.enum(['text', 'base64']).default('text'),
+  last_commit_id: p.string().optional(),
+  execute_filemode: p.bool().optional(),
+});
+
+const commitParams = z
+  .object({
+    id: p.string(),
+    branch: p.string().refine((v) => v.trim() !== '', { message: 'is empty' }),
+    commit_message: p.string(),
+    actions: z.array(action).min(1),
+    start_branch: p.string().optional(),
+    start_sha: p.string().optional(),
+    start_project: p.string().optional(),
+    author_email: p.string().optional(),
+    author_name: p.string().optional(),
+    stats: p.bool().default(true),
+    force: p.bool().default(false),
+  })
+  .refine((v) => !(v.start_branch !== undefined && v.start_sha !== undefined), {
+    message: 'start_branch, start_sha are mutually exclusive',
+  })
+  .superRefine((v, ctx) => {
+    v.actions.forEach((a, i) => {
+      const need = (field: string, when: boolean) => {
+        if (when) ctx.addIssue({ code: 'custom', path: ['actions', i, field], message: 'is missing' });
+      };
+      need('previous_path', a.action === 'move' && a.previous_path === undefined);
+      need('content', (a.action === 'create' || a.action === 'update') && a.content === undefined);
+      need('execute_filemode', a.action === 'chmod' && a.execute_filemode === undefined);
+    });
+  });
+
+/** GitLab strips one leading slash from action paths. */
+const stripSlash = (path: string) => (path.startsWith('/') ? path.slice(1) : path);
+
+function toAction(a: z.infer<typeof action>): FileAction & { lastCommitId?: string | undefined } {
+  const decode = (content: string | undefined) =>
+    content === undefined ? null : Buffer.from(content, a.encoding === 'base64' ? 'base64' : 'utf8');
+  const path = stripSlash(a.file_path);
+  const lastCommitId = a.last_commit_id;
+  switch (a.action) {
+    case 'create':
+    case 'update':
+      return {
+        action: a.action,
+        path,
+        content: decode(a.content) ?? Buffer.alloc(0),
+        ...(a.execute_filemode !== undefined ? { executable: a.execute_filemode } : {}),
+        lastCommitId,
+      };
+    case 'delete':
+      return { action: 'delete', path, lastCommitId };
+    case 'chmod':
+      return { action: 'chmod', path, executable: a.execute_filemode ?? false, lastCommitId };
+    case 'move':
+      return {
+        action: 'move',
+        path,
+        previousPath: stripSlash(a.previous_path ?? ''),
+        content: decode(a.content),
+        lastCommitId,
+      };
+  }
+}
+
+/** Additions and deletions of a commit against its first parent (numstat; binary files count 0). */
+async function commitStats(gitDir: string, commitId: string, parent: string | undefined) {
+  const out = await gitText({
+    gitDir,
+    subcommand: 'diff-tree',
+    flags: ['--numstat', '-r', '--no-renames', '--no-commit-id'],
+    args: [parent ?? EMPTY_TREE, commitId],
+  });
+  let additions = 0;
+  let deletions = 0;
+  for (const line of out.split('\n')) {
+    const [a, d] = line.split('\t');
+    if (a && a !== '-') additions += Number(a);
+    if (d && d !== '-') deletions += Number(d);
+  }
+  return { additions, deletions, total: additions + deletions };
+}
+
+/** Write endpoints of the repository that release automation uses (lib/api/commits.rb). */
+export function registerRepositoryWriteRoutes(api: ApiRouter): void {
+  api.post(
+    '/projects/:id/repository/commits',
+    { summary: 'Commit several file changes at once', auth: 'required', params: commitParams },
+    async (ctx, params) => {
+      const user = currentUser(ctx);
+      const deps = ctx.state.deps;
+      const { project, policy } = await loadProject(ctx, params.id);
+      if (params.start_project !== undefined && params.start_project !== String(project.id)) {
+        throw forbidden(`Project is not included in the fork network for ${params.start_project}`);
+      }
+      if (!canPushToBranch(project, policy, params.branch))
+        throw forbidden('You are not allowed to push into this branch');
+      const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
+      const commitId = await createCommit(deps, project, user, gitDir, {
+        branch: params.branch,
+        message: params.commit_message,
+        actions: params.actions.map(toAction),
+        startBranch: params.start_branch,
+        startSha: params.start_sha,
+        authorName: params.author_name,
+        authorEmail: params.author_email,
+        force: params.force,
+      });
+      const object = await readObject(gitDir, commitId);
+      if (!object) throw notFound('Commit');
+      const commit = parseCommitObject(commitId, object.data);
+      const pc = { baseUrl: deps.config.baseUrl };
+      created(ctx, {
+        ...presentCommit(commit, project, pc),
+        ...(params.stats ? { stats: await commitStats(gitDir, commitId, commit.parentIds[0]) } : {}),
+        status: null,
+        project_id: project.id,
+        last_pipeline: null,
+      });
+    },
+  );
+}

@@ -1,0 +1,124 @@
+import type { Project, User } from '../db/schema.js';
+import { objectInfo } from '../git/catfile.js';
+import { GitError } from '../git/errors.js';
+import { listCommits } from '../git/log.js';
+import { readBranchTip } from '../git/repo-info.js';
+import { isValidBranchName } from '../git/validate.js';
+import { ActionError, commitTree, type FileAction, treeWithActions, ZERO_OID } from '../git/write.js';
+import { ApiError, forbidden } from '../http/errors.js';
+import type { ProjectPolicy } from '../policies/abilities.js';
+import { AccessLevel } from '../policies/access-levels.js';
+import type { Deps } from './deps.js';
+
+export interface CommitRequest {
+  branch: string;
+  message: string;
+  actions: (FileAction & { lastCommitId?: string | undefined })[];
+  startBranch?: string | undefined;
+  startSha?: string | undefined;
+  authorName?: string | undefined;
+  authorEmail?: string | undefined;
+  force: boolean;
+}
+
+const fail = (message: string) => new ApiError(400, { message });
+
+/** Only maintainers push to the default branch (GitLab's default branch protection). */
+export function canPushToBranch(project: Project, policy: ProjectPolicy, branch: string): boolean {
+  if (!policy.can('push_code')) return false;
+  return branch !== project.default_branch || policy.level >= AccessLevel.MAINTAINER;
+}
+
+/** The repository must take writes: GitLab refuses them while a storage move holds it read-only. */
+export function assertWritable(project: Project): void {
+  if (project.repository_read_only) throw forbidden('The repository is temporarily read-only. Please try again later.');
+}
+
+async function lastCommitFor(gitDir: string, commitId: string, path: string): Promise<string | null> {
+  const [commit] = await listCommits(gitDir, { include: [commitId], paths: [path], maxCount: 1 });
+  return commit?.id ?? null;
+}
+
+/**
+ * GitLab's Commits::CreateService + Files::MultiService: validates in GitLab's order, applies
+ * the actions on the start point, and moves the branch with a compare-and-swap. Returns the new
+ * commit id; every refusal is a 400 with GitLab's message.
+ */
+export async function createCommit(
+  deps: Deps,
+  project: Project,
+  user: User,
+  gitDir: string,
+  request: CommitRequest,
+): Promise<string> {
+  assertWritable(project);
+  const startSha = request.startSha;
+  const startBranch = request.startBranch ?? (startSha ? undefined : request.branch);
+  if (startSha !== undefined && request.startBranch !== undefined) {
+    throw fail("You can't pass both start_branch and start_sha");
+  }
+  if (startSha !== undefined && !/^[0-9a-f]{40}$/.test(startSha)) throw fail(`Invalid start_sha '${startSha}'`);
+  const startCommit = startSha ? await objectInfo(gitDir, `${startSha}^{commit}`) : null;
+  if (startSha && !startCommit) throw fail(`Cannot find start_sha '${startSha}'`);
+
+  const branchTip = isValidBranchName(request.branch) ? await readBranchTip(gitDir, request.branch) : null;
+  const emptyRepo = !(await hasAnyCommit(gitDir));
+  let parent: string | null = startSha ?? null;
+  if (startBranch !== undefined) {
+    const tip = isValidBranchName(startBranch) ? await readBranchTip(gitDir, startBranch) : null;
+    if (!tip && !emptyRepo) throw fail('You can only create or edit files when you are on a branch');
+    parent = tip;
+  }
+  const differentBranch = startBranch !== request.branch || startSha !== undefined;
+  if (!emptyRepo && differentBranch && branchTip && !request.force) {
+    throw fail(`A branch called '${request.branch}' already exists. Switch to that branch in order to make changes`);
+  }
+  if (differentBranch && !isValidBranchName(request.branch)) {
+    throw fail(`Something went wrong when we tried to create '${request.branch}' for you: Branch name is invalid`);
+  }
+  if (!differentBranch && !isValidBranchName(request.branch)) throw fail('Branch name is invalid');
+
+  for (const action of request.actions) {
+    if (action.action === 'create' || !action.lastCommitId || !parent) continue;
+    const file = action.action === 'move' ? action.previousPath : action.path;
+    if ((await lastCommitFor(gitDir, parent, file)) !== action.lastCommitId) {
+      throw fail(`The file has changed since you started editing it: ${file}`);
+    }
+  }
+
+  let tree: string;
+  try {
+    tree = await treeWithActions(gitDir, parent, request.actions);
+  } catch (error) {
+    if (error instanceof ActionError) throw fail(error.message);
+    throw error;
+  }
+  const now = deps.clock.now();
+  const committer = { name: user.name, email: user.email, date: now };
+  const author = {
+    name: request.authorName || user.name,
+    email: request.authorEmail || user.email,
+    date: now,
+  };
+  try {
+    return await commitTree(gitDir, {
+      tree,
+      parent,
+      branch: request.branch,
+      expectedOld: branchTip ?? ZERO_OID,
+      message: request.message,
+      author,
+      committer,
+    });
+  } catch (error) {
+    if (error instanceof GitError && error.code === 'conflict') {
+      throw fail(`Could not update ${request.branch}. Please refresh and try again.`);
+    }
+    throw error;
+  }
+}
+
+async function hasAnyCommit(gitDir: string): Promise<boolean> {
+  const [commit] = await listCommits(gitDir, { include: [], all: true, maxCount: 1 }).catch(() => []);
+  return commit !== undefined;
+}
