@@ -8,7 +8,7 @@ import { p } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { presentCommit } from '../presenters/commit.js';
 import { canPushToBranch, createCommit } from '../services/repository-commits.js';
-import { created, currentUser, loadProject } from './helpers.js';
+import { created, currentUser, loadProject, noContent } from './helpers.js';
 
 const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 
@@ -101,8 +101,96 @@ async function commitStats(gitDir: string, commitId: string, parent: string | un
   return { additions, deletions, total: additions + deletions };
 }
 
-/** Write endpoints of the repository that release automation uses (lib/api/commits.rb). */
+/** GitLab's file_path validator: no traversal, not absolute, no newline. */
+const filePath = p
+  .string()
+  .refine(
+    (v) =>
+      v !== '' && !v.startsWith('/') && !/[\n\0]/.test(v) && !v.split(/[/\\]/).some((s) => s === '.' || s === '..'),
+    { message: 'should be a valid file path' },
+  );
+
+const fileWriteParams = z.object({
+  id: p.string(),
+  file_path: filePath,
+  branch: p.string().refine((v) => v.trim() !== '', { message: 'is empty' }),
+  start_branch: p.string().optional(),
+  encoding: p.enum(['text', 'base64']).default('text'),
+  author_email: p.string().optional(),
+  author_name: p.string().optional(),
+  content: p.string(),
+  commit_message: p.string(),
+  last_commit_id: p.string().optional(),
+  execute_filemode: p.bool().optional(),
+});
+
+const fileDeleteParams = fileWriteParams.omit({ content: true, encoding: true, execute_filemode: true });
+
+/** Write endpoints of the repository that release automation uses (lib/api/commits.rb, files.rb). */
 export function registerRepositoryWriteRoutes(api: ApiRouter): void {
+  const fileCommit = async (
+    ctx: Parameters<Parameters<ApiRouter['post']>[2]>[0],
+    params: z.infer<typeof fileDeleteParams>,
+    fileAction: FileAction,
+    changedMessage?: (path: string) => string,
+  ) => {
+    const user = currentUser(ctx);
+    const deps = ctx.state.deps;
+    const { project, policy } = await loadProject(ctx, params.id);
+    if (!canPushToBranch(project, policy, params.branch))
+      throw forbidden('You are not allowed to push into this branch');
+    const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
+    await createCommit(deps, project, user, gitDir, {
+      branch: params.branch,
+      message: params.commit_message,
+      actions: [{ ...fileAction, lastCommitId: params.last_commit_id }],
+      startBranch: params.start_branch,
+      authorName: params.author_name,
+      authorEmail: params.author_email,
+      force: false,
+      ...(changedMessage ? { changedMessage } : {}),
+    });
+  };
+  const content = (params: z.infer<typeof fileWriteParams>) =>
+    Buffer.from(params.content, params.encoding === 'base64' ? 'base64' : 'utf8');
+  const mode = (params: z.infer<typeof fileWriteParams>) =>
+    params.execute_filemode !== undefined ? { executable: params.execute_filemode } : {};
+
+  api.post(
+    '/projects/:id/repository/files/:file_path',
+    { summary: 'Create a file', auth: 'required', params: fileWriteParams },
+    async (ctx, params) => {
+      await fileCommit(ctx, params, {
+        action: 'create',
+        path: params.file_path,
+        content: content(params),
+        ...mode(params),
+      });
+      created(ctx, { file_path: params.file_path, branch: params.branch });
+    },
+  );
+  api.put(
+    '/projects/:id/repository/files/:file_path',
+    { summary: 'Update a file', auth: 'required', params: fileWriteParams },
+    async (ctx, params) => {
+      await fileCommit(
+        ctx,
+        params,
+        { action: 'update', path: params.file_path, content: content(params), ...mode(params) },
+        () => 'You are attempting to update a file that has changed since you started editing it.',
+      );
+      ctx.body = { file_path: params.file_path, branch: params.branch };
+    },
+  );
+  api.delete(
+    '/projects/:id/repository/files/:file_path',
+    { summary: 'Delete a file', auth: 'required', params: fileDeleteParams },
+    async (ctx, params) => {
+      await fileCommit(ctx, params, { action: 'delete', path: params.file_path });
+      noContent(ctx);
+    },
+  );
+
   api.post(
     '/projects/:id/repository/commits',
     { summary: 'Commit several file changes at once', auth: 'required', params: commitParams },

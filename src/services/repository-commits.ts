@@ -19,6 +19,8 @@ export interface CommitRequest {
   authorName?: string | undefined;
   authorEmail?: string | undefined;
   force: boolean;
+  /** The files API words a stale last_commit_id differently from the commits API. */
+  changedMessage?: (path: string) => string;
 }
 
 const fail = (message: string) => new ApiError(400, { message });
@@ -82,7 +84,7 @@ export async function createCommit(
     if (action.action === 'create' || !action.lastCommitId || !parent) continue;
     const file = action.action === 'move' ? action.previousPath : action.path;
     if ((await lastCommitFor(gitDir, parent, file)) !== action.lastCommitId) {
-      throw fail(`The file has changed since you started editing it: ${file}`);
+      throw fail(request.changedMessage?.(file) ?? `The file has changed since you started editing it: ${file}`);
     }
   }
 
