@@ -3,6 +3,8 @@
  * figures as ratios against a baseline measured in the same run and writes
  * bench/results/<name>.json.
  */
+
+import * as gitHttp from './git-http.js';
 import { type Measurement, report } from './harness.js';
 import * as repository from './repository.js';
 import * as startupAndApi from './startup-and-api.js';
@@ -12,6 +14,7 @@ type Outcome = Measurement[] | { measurements: Measurement[]; notes: string[] };
 const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   'startup-and-api': startupAndApi,
   repository,
+  'git-http': gitHttp,
 };
 
 const wanted = process.argv.slice(2);
