@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { PassThrough, pipeline, type Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
@@ -6,6 +5,7 @@ import { ZipArchive } from 'archiver';
 import tar from 'tar-stream';
 import { gitEnvironment, streamGit } from './command.js';
 import { GitError } from './errors.js';
+import { launch } from './launcher.js';
 import { isValidRepoPath } from './validate.js';
 
 export type ArchiveFormat = 'tar.gz' | 'tar.bz2' | 'tar' | 'zip';
@@ -108,8 +108,9 @@ export function streamArchive(gitDir: string, options: ArchiveOptions): ArchiveS
   let final: Readable = rewritten;
   if (options.format === 'tar.gz') final = rewritten.pipe(createGzip());
   if (options.format === 'tar.bz2') {
-    const bzip = spawn('bzip2', ['-c'], { env: gitEnvironment(), stdio: ['pipe', 'pipe', 'ignore'] });
-    killers.push(() => bzip.kill('SIGKILL'));
+    const bzip = launch(['bzip2', '-c'], gitEnvironment());
+    bzip.on('error', (error: Error) => out.destroy(error));
+    killers.push(() => bzip.kill());
     bzip.stdin.on('error', () => {});
     rewritten.pipe(bzip.stdin);
     final = bzip.stdout;

@@ -1,6 +1,6 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { gitEnvironment } from './command.js';
 import { classifyGitFailure, GitError, InvalidArgumentError } from './errors.js';
+import { type Launched, launch } from './launcher.js';
 
 /**
  * Long-lived `git cat-file --batch-command` processes per repository (Gitaly's catfile cache):
@@ -33,7 +33,7 @@ interface Pending {
 }
 
 class BatchProcess {
-  private readonly child: ChildProcessWithoutNullStreams;
+  private readonly child: Launched;
   private readonly queue: Pending[] = [];
   private buffer: Buffer = Buffer.alloc(0);
   private header: ObjectInfo | null = null;
@@ -46,19 +46,16 @@ class BatchProcess {
     readonly gitDir: string,
     private readonly onExit: (p: BatchProcess) => void,
   ) {
-    this.child = spawn('git', [`--git-dir=${gitDir}`, 'cat-file', '--batch-command'], {
-      env: gitEnvironment(),
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
+    this.child = launch(['git', `--git-dir=${gitDir}`, 'cat-file', '--batch-command'], gitEnvironment());
     let stderr = '';
     this.child.stdout.on('data', (chunk: Buffer) => this.onData(chunk));
     this.child.stderr.on('data', (chunk: Buffer) => {
       if (stderr.length < 4096) stderr += chunk.toString('utf8');
     });
     this.child.stdin.on('error', () => {});
-    this.child.on('error', (error) => this.fail(new GitError('failed', error.message)));
+    this.child.on('error', (error: Error) => this.fail(new GitError('failed', error.message)));
     // A missing repository makes git exit at once: classify it, so callers can answer 404.
-    this.child.on('close', (code) => this.fail(classifyGitFailure(['cat-file'], code, stderr)));
+    this.child.on('close', (code: number | null) => this.fail(classifyGitFailure(['cat-file'], code, stderr)));
   }
 
   get pending(): number {
@@ -75,7 +72,7 @@ class BatchProcess {
   }
 
   stop(): void {
-    if (!this.dead) this.child.kill('SIGKILL');
+    if (!this.dead) this.child.kill();
   }
 
   private fail(error: Error): void {

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { classifyGitFailure, GitError, InvalidArgumentError } from './errors.js';
+import { launch } from './launcher.js';
 
 /** Default limit for one git run; long-running streams pass their own. */
 export const GIT_TIMEOUT_MS = 60_000;
@@ -92,21 +92,21 @@ export interface GitResult {
 export function runGit(cmd: GitCommand): Promise<GitResult> {
   const argv = buildArgv(cmd);
   return new Promise((resolve, reject) => {
-    const child = spawn('git', argv, {
-      env: gitEnvironment(cmd.env),
-      stdio: ['pipe', 'pipe', 'pipe'],
-      timeout: cmd.timeoutMs ?? GIT_TIMEOUT_MS,
-      killSignal: 'SIGKILL',
-    });
+    const child = launch(['git', ...argv], gitEnvironment(cmd.env));
     const out: Buffer[] = [];
     let outBytes = 0;
     let err = '';
     let tooLarge = false;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill();
+    }, cmd.timeoutMs ?? GIT_TIMEOUT_MS);
     child.stdout.on('data', (chunk: Buffer) => {
       outBytes += chunk.length;
       if (outBytes > MAX_CAPTURE_BYTES) {
         tooLarge = true;
-        child.kill('SIGKILL');
+        child.kill();
         return;
       }
       out.push(chunk);
@@ -115,15 +115,17 @@ export function runGit(cmd: GitCommand): Promise<GitResult> {
       if (err.length < 65536) err += chunk.toString('utf8');
     });
     child.on('error', (error: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
       reject(
         error.code === 'ENOENT'
           ? new GitError('git_missing', 'git is not installed')
           : new GitError('failed', error.message),
       );
     });
-    child.on('close', (code, signal) => {
+    child.on('close', (code: number | null) => {
+      clearTimeout(timer);
       if (tooLarge) return reject(new GitError('failed', 'git output too large'));
-      if (signal === 'SIGKILL' && code === null) return reject(new GitError('timeout', 'git timed out', err));
+      if (timedOut) return reject(new GitError('timeout', 'git timed out', err));
       if (code !== 0) return reject(classifyGitFailure(argv.slice(argv.indexOf(cmd.subcommand)), code, err));
       resolve({ stdout: Buffer.concat(out), stderr: err });
     });
@@ -183,34 +185,33 @@ export interface GitStream {
  */
 export function streamGit(cmd: GitCommand & { stdin?: import('node:stream').Readable }): GitStream {
   const argv = buildArgv(cmd);
-  const child = spawn('git', argv, {
-    env: gitEnvironment(cmd.env),
-    stdio: [cmd.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-  });
+  // Streams carry bulk data (archives, blobs, packs): started directly, so bytes are not copied
+  // once more through the spawner.
+  const child = launch(['git', ...argv], gitEnvironment(cmd.env), { direct: true });
   let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
+  child.stderr.on('data', (chunk: Buffer) => {
     if (stderr.length < 65536) stderr += chunk.toString('utf8');
   });
   let timedOut = false;
   const timer = cmd.timeoutMs
     ? setTimeout(() => {
         timedOut = true;
-        child.kill('SIGKILL');
+        child.kill();
       }, cmd.timeoutMs)
     : undefined;
-  if (cmd.stdin && child.stdin) {
-    child.stdin.on('error', () => {});
-    cmd.stdin.pipe(child.stdin);
-  }
+  child.stdin.on('error', () => {});
+  if (cmd.stdin) cmd.stdin.pipe(child.stdin);
+  else child.stdin.end();
   const done = new Promise<void>((resolve, reject) => {
     child.on('error', (error: NodeJS.ErrnoException) => {
+      if (timer) clearTimeout(timer);
       reject(
         error.code === 'ENOENT'
           ? new GitError('git_missing', 'git is not installed')
           : new GitError('failed', error.message),
       );
     });
-    child.on('close', (code) => {
+    child.on('close', (code: number | null) => {
       if (timer) clearTimeout(timer);
       if (timedOut) return reject(new GitError('timeout', 'git timed out', stderr));
       if (code !== 0) return reject(classifyGitFailure(argv.slice(argv.indexOf(cmd.subcommand)), code, stderr));
@@ -219,5 +220,5 @@ export function streamGit(cmd: GitCommand & { stdin?: import('node:stream').Read
   });
   // A consumer that stops early (client disconnect) kills git; nobody waits on `done` then.
   done.catch(() => {});
-  return { stdout: child.stdout as import('node:stream').Readable, done, kill: () => child.kill('SIGKILL') };
+  return { stdout: child.stdout, done, kill: () => child.kill() };
 }
