@@ -1,4 +1,212 @@
+import { z } from 'zod';
+import { blobInfo, streamBlob } from '../git/blob.js';
+import { readObject } from '../git/catfile.js';
+import { resolveCommitId } from '../git/refs.js';
+import { normaliseTreePath, readTree, type TreeEntry } from '../git/tree.js';
+import { isValidRevision } from '../git/validate.js';
+import type { AppContext } from '../http/context.js';
+import { ApiError, notFound } from '../http/errors.js';
+import { paginateArray, setPaginationHeaders } from '../http/pagination.js';
+import { p } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
+import { sniffContent } from '../lib/sniff.js';
+import { loadRepository } from './helpers.js';
 
-/** Routes for tree, blobs and raw blobs (lib/api/repositories.rb). */
-export function registerRepositoryRoutes(_api: ApiRouter): void {}
+/** GitLab's TreeObject entity. */
+const presentEntry = (e: TreeEntry) => ({ id: e.id, name: e.name, type: e.type, path: e.path, mode: e.mode });
+
+/** GitLab's sorted_entries: trees, then blobs, then submodules, each in git's order. */
+function sortedEntries(entries: TreeEntry[]): TreeEntry[] {
+  const rank = { tree: 0, blob: 1, commit: 2 } as const;
+  return entries
+    .map((entry, index) => ({ entry, index }))
+    .sort((a, b) => rank[a.entry.type] - rank[b.entry.type] || a.index - b.index)
+    .map((x) => x.entry);
+}
+
+const treeParams = z
+  .object({
+    id: p.string(),
+    ref: p.string().optional(),
+    path: p.string().optional(),
+    recursive: p.bool().default(false),
+    pagination: p.enum(['legacy', 'keyset', 'none']).default('legacy'),
+    page_token: p.string().optional(),
+    page: p.page(),
+    per_page: p.perPage(),
+  })
+  .refine((v) => v.pagination !== 'none' || v.recursive, {
+    message: 'pagination cannot be "none" unless "recursive" is true',
+  });
+
+/** Gitaly's keyset cursor: base64 of `{"file_name":"<path of the last entry>"}`. */
+const encodeToken = (path: string) => Buffer.from(JSON.stringify({ file_name: path })).toString('base64');
+
+function decodeToken(token: string): string {
+  try {
+    const value = JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as { file_name?: unknown };
+    if (typeof value.file_name === 'string') return value.file_name;
+  } catch {
+    // A legacy token: the object id of the last entry.
+  }
+  return token;
+}
+
+async function tree(ctx: AppContext, params: z.infer<typeof treeParams>): Promise<void> {
+  const { project, gitDir } = await loadRepository(ctx, params.id);
+  const baseUrl = ctx.state.deps.config.baseUrl;
+  const ref = params.ref || project.default_branch || 'main';
+  const commitId = isValidRevision(ref) ? await resolveCommitId(gitDir, ref) : null;
+  if (!commitId) throw notFound('Tree');
+  const path = normaliseTreePath(params.path);
+  if (path === null) throw notFound('invalid revision or path');
+  let entries: TreeEntry[];
+  const found = await readTree(gitDir, commitId, path, params.recursive);
+  if (found) entries = sortedEntries(found);
+  else {
+    // A path naming a file lists nothing; a missing path is Gitaly's "invalid revision or path".
+    const object = path === '' ? null : await readObject(gitDir, `${commitId}:${path}`).catch(() => null);
+    if (!object) throw notFound('invalid revision or path');
+    entries = [];
+  }
+  if (params.pagination === 'none') {
+    ctx.body = entries.map(presentEntry);
+    return;
+  }
+  const perPage = params.per_page;
+  if (params.pagination === 'keyset') {
+    let start = 0;
+    if (params.page_token !== undefined) {
+      const after = decodeToken(params.page_token);
+      const index = entries.findIndex((e) => e.path === after || e.id === after);
+      if (index < 0)
+        throw new ApiError(400, { message: `400 Bad request - could not find starting OID: ${params.page_token}` });
+      start = index + 1;
+    }
+    const page = entries.slice(start, start + perPage);
+    const last = page[page.length - 1];
+    if (last && page.length === perPage && start + perPage < entries.length) {
+      const query = new URLSearchParams(ctx.querystring);
+      query.set('page_token', encodeToken(last.path));
+      const sorted = new URLSearchParams([...query].sort(([a], [b]) => a.localeCompare(b)));
+      ctx.set('Link', `<${baseUrl}${ctx.path}?${sorted.toString()}>; rel="next"`);
+    }
+    ctx.body = page.map(presentEntry);
+    return;
+  }
+  if (params.page === 1) {
+    // GitLab's first legacy page is served by Gitaly with offset headers built from the total.
+    setPaginationHeaders(ctx, baseUrl, { page: 1, per_page: perPage }, entries.length);
+    ctx.body = entries.slice(0, perPage).map(presentEntry);
+    return;
+  }
+  ctx.body = paginateArray(ctx, baseUrl, { page: params.page, per_page: perPage }, entries).map(presentEntry);
+}
+
+/** A blob by id (any revision naming a blob), or GitLab's `404 Blob Not Found`. */
+async function findBlob(gitDir: string, sha: string) {
+  if (!isValidRevision(sha)) throw notFound('Blob');
+  const info = await blobInfo(gitDir, sha).catch(() => null);
+  if (!info) throw notFound('Blob');
+  return info;
+}
+
+/** Above this size the JSON endpoint refuses, as GitLab's large_blob_download limit does. */
+const JSON_BLOB_LIMIT = 10 * 1024 * 1024;
+
+export function registerRepositoryRoutes(api: ApiRouter): void {
+  api.get(
+    '/projects/:id/repository/tree',
+    { summary: 'List a repository tree', params: treeParams, tags: ['repositories'] },
+    tree,
+  );
+
+  api.get(
+    '/projects/:id/repository/blobs/:sha',
+    {
+      summary: 'A blob, base64-encoded',
+      params: z.object({ id: p.string(), sha: p.string() }),
+      tags: ['repositories'],
+    },
+    async (ctx, params) => {
+      const { gitDir } = await loadRepository(ctx, params.id);
+      const info = await findBlob(gitDir, params.sha);
+      if (info.size > JSON_BLOB_LIMIT) {
+        throw new ApiError(429, {
+          message: {
+            error:
+              'The requested blob is over the threshold size of 10 MB.\n' +
+              "Access this blob using '/projects/:id/repository/blobs/:sha/raw' to avoid this error.\n",
+          },
+        });
+      }
+      const object = await readObject(gitDir, info.oid);
+      if (!object) throw notFound('Blob');
+      ctx.body = { size: info.size, encoding: 'base64', content: object.data.toString('base64'), sha: info.oid };
+    },
+  );
+
+  api.get(
+    '/projects/:id/repository/blobs/:sha/raw',
+    {
+      summary: 'The raw content of a blob',
+      params: z.object({ id: p.string(), sha: p.string() }),
+      tags: ['repositories'],
+    },
+    async (ctx, params) => {
+      const { gitDir } = await loadRepository(ctx, params.id);
+      const info = await findBlob(gitDir, params.sha);
+      await sendBlob(ctx, gitDir, info, 'inline');
+    },
+  );
+}
+
+/**
+ * Streams a blob with GitLab's raw headers: no caching, a type sniffed from the first bytes as
+ * Workhorse does (text as text/plain; charset=utf-8), inline for text, images and PDF,
+ * attachment for everything else (and SVG).
+ */
+export async function sendBlob(
+  ctx: AppContext,
+  gitDir: string,
+  info: { oid: string; size: number; type: string },
+  disposition: string,
+): Promise<void> {
+  const blob = await streamBlob(gitDir, { oid: info.oid, size: info.size, type: 'blob' });
+  // The first chunk decides the type; it is put back in front of the rest.
+  const reader = blob.stream;
+  const first: Buffer = await new Promise((resolve, reject) => {
+    const onReadable = () => {
+      const chunk = reader.read() as Buffer | null;
+      if (chunk === null) return;
+      cleanup();
+      resolve(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.alloc(0));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const cleanup = () => {
+      reader.off('readable', onReadable);
+      reader.off('end', onEnd);
+      reader.off('error', onError);
+    };
+    reader.on('readable', onReadable);
+    reader.on('end', onEnd);
+    reader.on('error', onError);
+    onReadable();
+  });
+  if (first.length > 0) reader.unshift(first);
+  const sniffed = sniffContent(first.subarray(0, 512));
+  ctx.set('Cache-Control', 'max-age=0, private, must-revalidate, no-store, no-cache');
+  ctx.set('Expires', 'Fri, 01 Jan 1990 00:00:00 GMT');
+  ctx.set('Content-Disposition', sniffed.inline ? disposition : disposition.replace(/^inline/, 'attachment'));
+  ctx.type = sniffed.type;
+  ctx.length = info.size;
+  ctx.res.on('close', () => blob.kill());
+  ctx.body = reader;
+}
