@@ -8,12 +8,22 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
+import { INLINE_BLOB_BYTES } from '../src/git/blob.js';
 import { gitEnvironment } from '../src/git/command.js';
 import { Storages } from '../src/storage/storages.js';
 import { benchRepository } from './fixtures/repositories.js';
-import { freePort, type Measurement, measurement, median, spawnTs, stop, waitFor } from './harness.js';
+import {
+  benchApi,
+  freePort,
+  type Measurement,
+  measurement,
+  median,
+  spawnTs,
+  startDepotServer,
+  stop,
+  waitFor,
+} from './harness.js';
 
-const TOKEN = 'glpat-bench-token-000000000000';
 const CONNECTIONS = 50;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
@@ -115,27 +125,10 @@ interface Server {
 
 /** Starts Depot on an empty storage and makes public projects served from the generated repositories. */
 async function startDepot(storage: string, repos: Record<string, string>) {
-  const port = await freePort();
-  const child = spawnTs('src/main.ts', {
-    STORAGE_DIR: storage,
-    PORT: String(port),
-    LOG_LEVEL: 'warn',
-    SEED_DEMO: 'false',
-    ADMIN_TOKEN: TOKEN,
-    // BENCH_DATABASE_URL runs the server on PostgreSQL (an empty database) instead of PGlite.
-    ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
-  });
-  await waitFor(`http://127.0.0.1:${port}/-/readiness`, performance.now());
-  const base = `http://127.0.0.1:${port}/api/v4`;
+  const { child, api: base } = await startDepotServer(storage);
   const ids: Record<string, number> = {};
   for (const [name, gitDir] of Object.entries(repos)) {
-    const res = await fetch(`${base}/projects`, {
-      method: 'POST',
-      headers: { 'PRIVATE-TOKEN': TOKEN, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ name, path: name, visibility: 'public' }),
-    });
-    const project = (await res.json()) as { id: number };
-    if (res.status !== 201) throw new Error(`creating ${name}: ${res.status} ${JSON.stringify(project)}`);
+    const project = await benchApi(base, 'POST', '/projects', { name, path: name, visibility: 'public' });
     const target = path.join(storage, 'repositories', 'default', `${Storages.hashedPath(project.id)}.git`);
     fs.rmSync(target, { recursive: true, force: true });
     fs.symlinkSync(gitDir, target);
@@ -184,7 +177,9 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
       const sample = memorySampler(server.pid);
       const rawApi = await medianOf(RUNS, () => timeDownload(rawUrl));
       const rawGrowth = sample();
-      const rawGit = await medianOf(RUNS, () => timeGit(repos.huge, ['cat-file', 'blob', hugeBlob]));
+      const rawGit = await medianOf(RUNS, () =>
+        timeGit(repos.huge, ['-c', `core.bigFileThreshold=${INLINE_BLOB_BYTES}`, 'cat-file', 'blob', hugeBlob]),
+      );
       const mib = 500;
       out.push(
         measurement(

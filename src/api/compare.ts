@@ -65,12 +65,10 @@ export function registerCompareRoutes(api: ApiRouter): void {
           `Target project id:${params.from_project_id} is not a fork of project id:${project.id}`,
         );
       }
-      const base = await findRef(gitDir, params.from);
-      const head = await findRef(gitDir, params.to);
+      const [base, head] = await Promise.all([findRef(gitDir, params.from), findRef(gitDir, params.to)]);
       if (!base || !head) throw notFound('Ref');
       const pc = { baseUrl: ctx.state.deps.config.baseUrl };
-      const left = params.straight ? base : ((await mergeBase(gitDir, [head, base])) ?? base);
-      const webUrl = `${pc.baseUrl}/${project.full_path}/-/compare/${left}...${head}`;
+      const webUrlFrom = (left: string) => `${pc.baseUrl}/${project.full_path}/-/compare/${left}...${head}`;
       if (base === head) {
         ctx.body = {
           commit: null,
@@ -78,11 +76,16 @@ export function registerCompareRoutes(api: ApiRouter): void {
           diffs: [],
           compare_timeout: false,
           compare_same_ref: true,
-          web_url: webUrl,
+          web_url: webUrlFrom(base),
         };
         return;
       }
-      const commits = await listCommits(gitDir, { include: [head], exclude: [base], reverse: true });
+      // The merge base and the commit list are independent walks of the history: run both at once.
+      const [left, commits] = await Promise.all([
+        params.straight ? base : mergeBase(gitDir, [head, base]).then((found) => found ?? base),
+        listCommits(gitDir, { include: [head], exclude: [base], reverse: true }),
+      ]);
+      const webUrl = webUrlFrom(left);
       const diff = await diffCommits(gitDir, left, head);
       const presented = commits.map((c) => presentCommit(c, project, pc));
       const several = diff.files.length > 1;
@@ -124,7 +127,10 @@ export function registerCompareRoutes(api: ApiRouter): void {
     async (ctx, params) => {
       const { project, gitDir } = await loadRepository(ctx, params.id);
       const ref = params.ref || project.default_branch || 'main';
-      const commitId = isValidRevision(ref) ? await resolveCommitId(gitDir, ref) : null;
+      // Gitaly refuses such a revision and GitLab turns any failure here into a bare 404; a
+      // well-formed ref that names nothing lists no one.
+      if (!isValidRevision(ref)) throw notFound();
+      const commitId = await resolveCommitId(gitDir, ref);
       let list: Contributor[] = [];
       try {
         list = commitId ? await contributors(gitDir, commitId) : [];

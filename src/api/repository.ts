@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { blobInfo, streamBlob } from '../git/blob.js';
+import { blobInfo, readBlobContent, streamBlob } from '../git/blob.js';
 import { readObject } from '../git/catfile.js';
 import { resolveCommitId } from '../git/refs.js';
 import { normaliseTreePath, readTree, type TreeEntry } from '../git/tree.js';
@@ -8,6 +8,7 @@ import type { AppContext } from '../http/context.js';
 import { ApiError, notFound } from '../http/errors.js';
 import { paginateArray, setPaginationHeaders } from '../http/pagination.js';
 import { p } from '../http/params.js';
+import { checkRateLimit, LARGE_BLOB_BYTES, LARGE_BLOB_RATE_LIMIT } from '../http/rate-limit.js';
 import type { ApiRouter } from '../http/route.js';
 import { sniffContent } from '../lib/sniff.js';
 import { loadRepository } from './helpers.js';
@@ -111,9 +112,6 @@ async function findBlob(gitDir: string, sha: string) {
   return info;
 }
 
-/** Above this size the JSON endpoint refuses, as GitLab's large_blob_download limit does. */
-const JSON_BLOB_LIMIT = 10 * 1024 * 1024;
-
 export function registerRepositoryRoutes(api: ApiRouter): void {
   api.get(
     '/projects/:id/repository/tree',
@@ -129,20 +127,12 @@ export function registerRepositoryRoutes(api: ApiRouter): void {
       tags: ['repositories'],
     },
     async (ctx, params) => {
-      const { gitDir } = await loadRepository(ctx, params.id);
+      const { project, gitDir } = await loadRepository(ctx, params.id);
       const info = await findBlob(gitDir, params.sha);
-      if (info.size > JSON_BLOB_LIMIT) {
-        throw new ApiError(429, {
-          message: {
-            error:
-              'The requested blob is over the threshold size of 10 MB.\n' +
-              "Access this blob using '/projects/:id/repository/blobs/:sha/raw' to avoid this error.\n",
-          },
-        });
-      }
-      const object = await readObject(gitDir, info.oid);
-      if (!object) throw notFound('Blob');
-      ctx.body = { size: info.size, encoding: 'base64', content: object.data.toString('base64'), sha: info.oid };
+      // GitLab's check_rate_limit_for_blob: large blobs are served, a few a minute per project.
+      if (info.size > LARGE_BLOB_BYTES) await checkRateLimit(ctx, LARGE_BLOB_RATE_LIMIT, [project.id]);
+      const data = await readBlobContent(gitDir, info);
+      ctx.body = { size: info.size, encoding: 'base64', content: data.toString('base64'), sha: info.oid };
     },
   );
 

@@ -3,6 +3,7 @@ import { PassThrough, pipeline, type Readable } from 'node:stream';
 import { createGzip } from 'node:zlib';
 import { ZipArchive } from 'archiver';
 import tar from 'tar-stream';
+import { LFS_POINTER_MAX_BYTES, parseLfsPointer, STREAM_CONFIG } from './blob.js';
 import { gitEnvironment, streamGit } from './command.js';
 import { GitError } from './errors.js';
 import { launch } from './launcher.js';
@@ -58,8 +59,6 @@ export interface ArchiveStream {
 }
 
 const BZIP2 = 'bzip2 -c';
-const LFS_POINTER_MAX_BYTES = 1024;
-const LFS_POINTER = /^version https:\/\/git-lfs\.github\.com\/spec\/v1\noid sha256:([0-9a-f]{64})\nsize (\d+)\n/;
 
 function pathspecs(options: ArchiveOptions): string[] {
   const specs: string[] = [];
@@ -84,7 +83,8 @@ export function streamArchive(gitDir: string, options: ArchiveOptions): ArchiveS
   const gitFormat = direct ? options.format : 'tar';
   const git = streamGit({
     gitDir,
-    config: gitFormat === 'tar.bz2' ? { 'tar.tar.bz2.command': BZIP2 } : {},
+    // Large files stream through git instead of being inflated whole (see STREAM_CONFIG).
+    config: { ...STREAM_CONFIG, ...(gitFormat === 'tar.bz2' ? { 'tar.tar.bz2.command': BZIP2 } : {}) },
     subcommand: 'archive',
     flags: [`--format=${gitFormat}`, `--prefix=${options.prefix}/`],
     args: [options.commitId],
@@ -173,8 +173,8 @@ function rewriteLfs(input: Readable, resolve: LfsResolver, zip: boolean): Readab
     void (async () => {
       if (header.type === 'file' && (header.size ?? 0) <= LFS_POINTER_MAX_BYTES) {
         const content = await readAll(stream, LFS_POINTER_MAX_BYTES);
-        const pointer = LFS_POINTER.exec(content.toString('utf8'));
-        const stored = pointer ? await resolve(pointer[1] as string, Number(pointer[2])) : null;
+        const pointer = parseLfsPointer(content);
+        const stored = pointer ? await resolve(pointer.oid, pointer.size) : null;
         if (stored) {
           const size = (await fs.promises.stat(stored)).size;
           await addEntry(header, fs.createReadStream(stored), size);

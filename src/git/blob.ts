@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { MAX_BATCH_OBJECT_BYTES, type ObjectInfo, objectInfo, readObject } from './catfile.js';
 import { streamGit } from './command.js';
@@ -18,6 +19,13 @@ export async function blobInfo(gitDir: string, rev: string): Promise<ObjectInfo 
 }
 
 /**
+ * git streams a packed blob only when it is larger than core.bigFileThreshold (512 MiB by
+ * default); below that it inflates the whole blob in memory first. Lowering the threshold for
+ * this one command makes every blob we stream go through git's streaming reader.
+ */
+export const STREAM_CONFIG = { 'core.bigFileThreshold': `${INLINE_BLOB_BYTES}` };
+
+/**
  * The content of a blob as a stream with back-pressure: small blobs from the pooled batch
  * process, large ones from a dedicated `git cat-file blob` so memory does not grow with size.
  */
@@ -26,7 +34,7 @@ export async function streamBlob(gitDir: string, info: ObjectInfo): Promise<Blob
     const object = await readObject(gitDir, info.oid);
     return { info, stream: Readable.from([object?.data ?? Buffer.alloc(0)]), kill: () => {} };
   }
-  const git = streamGit({ gitDir, subcommand: 'cat-file', args: ['blob', info.oid] });
+  const git = streamGit({ gitDir, subcommand: 'cat-file', config: STREAM_CONFIG, args: ['blob', info.oid] });
   git.done.catch((error: Error) => git.stdout.destroy(error));
   return { info, stream: git.stdout, kill: git.kill };
 }
@@ -35,4 +43,41 @@ export async function streamBlob(gitDir: string, info: ObjectInfo): Promise<Blob
 export async function readBlob(gitDir: string, oid: string): Promise<Buffer | null> {
   const object = await readObject(gitDir, oid);
   return object && object.type === 'blob' ? object.data : null;
+}
+
+/** GitLab reads at most this much of a blob to tell an LFS pointer (Gitlab::Git::Blob::LFS_POINTER_MAX_SIZE). */
+export const LFS_POINTER_MAX_BYTES = 200;
+
+/** The object a Git LFS pointer file names, or null when the content is not a pointer. */
+export function parseLfsPointer(content: Buffer): { oid: string; size: number } | null {
+  if (content.length > LFS_POINTER_MAX_BYTES) return null;
+  const text = content.toString('utf8');
+  if (!text.startsWith('version https://git-lfs.github.com/spec')) return null;
+  const oid = /sha256:([0-9a-f]{64})/.exec(text)?.[1];
+  const size = /size ([0-9]+)/.exec(text)?.[1];
+  return oid && size ? { oid, size: Number(size) } : null;
+}
+
+/** The whole content of a blob: from the pooled batch process when it fits, else streamed. */
+export async function readBlobContent(gitDir: string, info: ObjectInfo): Promise<Buffer> {
+  if (info.size <= MAX_BATCH_OBJECT_BYTES) {
+    const object = await readObject(gitDir, info.oid);
+    return object?.data ?? Buffer.alloc(0);
+  }
+  const blob = await streamBlob(gitDir, info);
+  const chunks: Buffer[] = [];
+  for await (const chunk of blob.stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** SHA-256 (hex) of a blob's content, streamed. */
+export async function blobSha256(gitDir: string, info: ObjectInfo): Promise<string> {
+  const hash = createHash('sha256');
+  if (info.size <= INLINE_BLOB_BYTES) {
+    const object = await readObject(gitDir, info.oid);
+    return hash.update(object?.data ?? Buffer.alloc(0)).digest('hex');
+  }
+  const blob = await streamBlob(gitDir, info);
+  for await (const chunk of blob.stream) hash.update(chunk as Buffer);
+  return hash.digest('hex');
 }

@@ -183,11 +183,16 @@ export interface GitStream {
  * Starts git with its stdout as a stream, for output that must not be buffered (archives, raw
  * blobs, long logs). The caller must consume stdout; `done` tells how git ended.
  */
-export function streamGit(cmd: GitCommand & { stdin?: import('node:stream').Readable }): GitStream {
+export function streamGit(
+  cmd: GitCommand & { stdin?: import('node:stream').Readable },
+  options: { viaSpawner?: boolean } = {},
+): GitStream {
   const argv = buildArgv(cmd);
-  // Streams carry bulk data (archives, blobs, packs): started directly, so bytes are not copied
-  // once more through the spawner.
-  const child = launch(['git', ...argv], gitEnvironment(cmd.env), { direct: true });
+  // Streams usually carry bulk data (archives, blobs, packs): started directly, so bytes are not
+  // copied once more through the spawner. `viaSpawner` is for output of a few MiB at most,
+  // where that copy costs less than forking the server (10-50 ms of blocked event loop,
+  // measured with PGlite's memory mapped).
+  const child = launch(['git', ...argv], gitEnvironment(cmd.env), { direct: !options.viaSpawner });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
     if (stderr.length < 65536) stderr += chunk.toString('utf8');

@@ -139,9 +139,12 @@ export async function diffCommits(
   for (const id of [left, right]) {
     if (!/^[0-9a-f]{40,64}$/.test(id)) throw new GitError('invalid_argument', 'diff takes commit or tree ids');
   }
-  const raw = await runGit({ gitDir, subcommand: 'diff', flags: [...commonFlags, '--raw', '-z'], args: [left, right] });
+  // The file list and the patches come from two git processes, run side by side.
+  const [raw, patch] = await Promise.all([
+    runGit({ gitDir, subcommand: 'diff', flags: [...commonFlags, '--raw', '-z'], args: [left, right] }),
+    readBounded(gitDir, [...commonFlags, '--patch'], [left, right]),
+  ]);
   const entries = parseRaw(raw.stdout.toString('utf8'));
-  const patch = await readBounded(gitDir, [...commonFlags, '--patch'], [left, right]);
   const patches = splitPatches(patch.text);
   const files: FileDiff[] = [];
   let fileCount = 0;
@@ -196,3 +199,21 @@ export async function diffCommits(
 
 /** The tree of an empty repository: the left side of a root commit's diff. */
 export const EMPTY_TREE_ID = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+
+/** Additions and deletions of a commit against its first parent (numstat; binary files count 0). */
+export async function commitStats(gitDir: string, commitId: string, parentId: string | undefined) {
+  const out = await runGit({
+    gitDir,
+    subcommand: 'diff-tree',
+    flags: ['--numstat', '-r', '--no-renames', '--no-commit-id'],
+    args: [parentId ?? EMPTY_TREE_ID, commitId],
+  });
+  let additions = 0;
+  let deletions = 0;
+  for (const line of out.stdout.toString('utf8').split('\n')) {
+    const [a, d] = line.split('\t');
+    if (a && a !== '-') additions += Number(a);
+    if (d && d !== '-') deletions += Number(d);
+  }
+  return { additions, deletions, total: additions + deletions };
+}

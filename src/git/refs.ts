@@ -1,6 +1,7 @@
 import { objectInfo, readObject } from './catfile.js';
 import { gitText, runGit } from './command.js';
 import { type Commit, parseCommitObject, parseSignature, type Signature } from './commit.js';
+import { InvalidArgumentError } from './errors.js';
 import { isValidRevision } from './validate.js';
 
 /**
@@ -113,4 +114,26 @@ export async function isEmptyRepository(gitDir: string): Promise<boolean> {
     args: ['refs/heads/'],
   });
   return out === '';
+}
+
+/**
+ * Branches merged into the commit `tip` (their tip is an ancestor of it), leaving out those that
+ * point at `tip` itself, as GitLab's merged_branch_names does.
+ */
+export async function listMergedBranches(gitDir: string, tip: string): Promise<Branch[]> {
+  if (!/^[0-9a-f]{40,64}$/.test(tip)) throw new InvalidArgumentError('merged-into takes a commit id');
+  const out = await gitText({
+    gitDir,
+    subcommand: 'for-each-ref',
+    flags: [`--merged=${tip}`, `--format=%(refname:lstrip=2)${FIELD}%(objectname)`, '--sort=refname'],
+    args: ['refs/heads/'],
+  });
+  if (out === '') return [];
+  return out
+    .split('\n')
+    .map((line) => {
+      const [name, target] = line.split('\0') as [string, string];
+      return { name, target };
+    })
+    .filter((b) => b.target !== tip);
 }

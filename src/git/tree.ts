@@ -73,3 +73,17 @@ export async function readTree(
   }
   return entries;
 }
+
+/**
+ * The entry at `path` (a file, directory, symlink or submodule) in the tree of `commitId`, read
+ * from its parent directory so the mode is known; null when any part of the path is missing.
+ */
+export async function readTreeEntry(gitDir: string, commitId: string, path: string): Promise<TreeEntry | null> {
+  if (!isValidRepoPath(path) || path.split('/').includes('')) return null;
+  const slash = path.lastIndexOf('/');
+  const parent = slash < 0 ? '' : path.slice(0, slash);
+  const name = path.slice(slash + 1);
+  const object = await readObject(gitDir, parent === '' ? `${commitId}^{tree}` : `${commitId}:${parent}`);
+  if (object?.type !== 'tree') return null;
+  return parseTreeObject(object.data, parent).find((entry) => entry.name === name) ?? null;
+}

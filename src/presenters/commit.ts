@@ -48,3 +48,25 @@ export function presentCommit(
 }
 
 export type PresentedCommit = ReturnType<typeof presentCommit>;
+
+export interface CommitStats {
+  additions: number;
+  deletions: number;
+  total: number;
+}
+
+/** GitLab's CommitDetail: the commit, `stats` when asked, and no pipeline (Depot runs none). */
+export function presentCommitDetail(
+  commit: Commit,
+  project: Pick<Project, 'full_path' | 'id'>,
+  pc: PresentContext,
+  stats?: CommitStats,
+) {
+  return {
+    ...presentCommit(commit, project, pc),
+    ...(stats ? { stats } : {}),
+    status: null,
+    project_id: project.id,
+    last_pipeline: null,
+  };
+}

@@ -88,15 +88,4 @@ export function isValidGroupName(name: string): boolean {
   return name.length > 0 && name.length <= 255 && GROUP_NAME.test(name);
 }
 
-/** A path derived from a name, as GitLab's `parameterize`: lower-case ASCII words joined by `-`. */
-export function pathFromName(name: string): string {
-  return name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9_.-]+/g, '-')
-    .replace(/-{2,}/g, '-')
-    .replace(/^[-.]+|[-.]+$/g, '');
-}
-
 export const EMAIL_FORMAT = /^[^\s@]+@[^\s@]+$/;

@@ -20,6 +20,7 @@ import { isValidBranchName } from '../git/validate.js';
 import { commitFiles } from '../git/write.js';
 import { notFound, validationError } from '../http/errors.js';
 import { toDbId } from '../lib/ids.js';
+import { transliterate } from '../lib/transliterate.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import { pickStorage } from '../storage/placement.js';
 import type { Deps } from './deps.js';
@@ -208,48 +209,12 @@ async function nameTaken(deps: Deps, namespaceId: number, name: string, exceptPr
   return other !== undefined && other.id !== exceptProjectId;
 }
 
-/** Spellings Rails' transliteration gives letters that do not decompose into ASCII. */
-const TRANSLITERATIONS: Record<string, string> = {
-  Æ: 'AE',
-  æ: 'ae',
-  Ð: 'D',
-  ð: 'd',
-  Ø: 'O',
-  ø: 'o',
-  Þ: 'Th',
-  þ: 'th',
-  ß: 'ss',
-  Đ: 'D',
-  đ: 'd',
-  Ħ: 'H',
-  ħ: 'h',
-  ı: 'i',
-  Ĳ: 'IJ',
-  ĳ: 'ij',
-  ĸ: 'q',
-  Ŀ: 'L',
-  ŀ: 'l',
-  Ł: 'L',
-  ł: 'l',
-  Ŋ: 'NG',
-  ŋ: 'ng',
-  Œ: 'OE',
-  œ: 'oe',
-  Ŧ: 'T',
-  ŧ: 't',
-  ſ: 's',
-};
-
 /**
  * Rails' `String#parameterize`: transliterate to ASCII, turn every run of characters other than
  * letters, digits, `-` and `_` into one `-`, trim dashes at the ends, lower-case.
  */
 export function parameterize(text: string): string {
-  const ascii = [...text.normalize('NFKD')]
-    .map((c) => TRANSLITERATIONS[c] ?? c)
-    .join('')
-    .replace(/[\u0300-\u036f]/g, '');
-  return ascii
+  return transliterate(text)
     .replace(/[^a-z0-9_-]+/gi, '-')
     .replace(/-{2,}/g, '-')
     .replace(/^-|-$/g, '')
