@@ -10,9 +10,8 @@ import path from 'node:path';
 import { gitEnvironment } from '../src/git/command.js';
 import { Storages } from '../src/storage/storages.js';
 import { benchRepository } from './fixtures/repositories.js';
-import { freePort, type Measurement, measurement, median, spawnTs, stop, waitFor } from './harness.js';
+import { BENCH_TOKEN, benchApi, type Measurement, measurement, median, startDepotServer, stop } from './harness.js';
 
-const TOKEN = 'glpat-bench-token-000000000000';
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const COMMITS = Number(process.env.BENCH_COMMITS ?? 100);
 
@@ -49,39 +48,18 @@ function run(
   });
 }
 
-async function api(base: string, method: string, route: string, body?: unknown) {
-  const res = await fetch(`${base}/api/v4${route}`, {
-    method,
-    headers: { 'PRIVATE-TOKEN': TOKEN, 'Content-Type': 'application/json' },
-    ...(body ? { body: JSON.stringify(body) } : {}),
-  });
-  const json = (await res.json()) as Record<string, unknown>;
-  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(json)}`);
-  return json;
-}
-
 async function runBench(): Promise<Measurement[]> {
   const large = await benchRepository('large');
   const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-bench-http-'));
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-bench-http-work-'));
-  const port = await freePort();
-  const child = spawnTs('src/main.ts', {
-    STORAGE_DIR: storage,
-    PORT: String(port),
-    LOG_LEVEL: 'warn',
-    SEED_DEMO: 'false',
-    ADMIN_TOKEN: TOKEN,
-    ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
-  });
-  const base = `http://127.0.0.1:${port}`;
+  const { child, origin, api } = await startDepotServer(storage);
   const out: Measurement[] = [];
   try {
-    await waitFor(`${base}/-/readiness`, performance.now());
-    const project = await api(base, 'POST', '/projects', { name: 'large', path: 'large', visibility: 'private' });
+    const project = await benchApi(api, 'POST', '/projects', { name: 'large', path: 'large', visibility: 'private' });
     const target = path.join(storage, 'repositories', 'default', `${Storages.hashedPath(project.id as number)}.git`);
     fs.rmSync(target, { recursive: true, force: true });
     fs.symlinkSync(large, target);
-    const remote = (p: string) => `http://root:${TOKEN}@127.0.0.1:${port}/root/${p}.git`;
+    const remote = (p: string) => `http://root:${BENCH_TOKEN}@${new URL(origin).host}/root/${p}.git`;
 
     // Clone: HTTP against the file protocol (both go through upload-pack and index-pack).
     const clone = async (url: string) => {
@@ -104,7 +82,7 @@ async function runBench(): Promise<Measurement[]> {
     let n = 0;
     const httpPush = await medianOf(async () => {
       const name = `push${++n}`;
-      await api(base, 'POST', '/projects', { name, path: name, visibility: 'private' });
+      await benchApi(api, 'POST', '/projects', { name, path: name, visibility: 'private' });
       return run(['--git-dir', large, 'push', '--quiet', remote(name), 'refs/heads/*:refs/heads/*']);
     });
     const filePush = await medianOf(async () => {
@@ -115,14 +93,14 @@ async function runBench(): Promise<Measurement[]> {
     out.push(measurement('push 200 MiB', 'ms', httpPush, filePush, 'git push file://', 'lower', '≤ 1.3×'));
 
     // Commits per second: one small file per commit, sequentially.
-    const small = await api(base, 'POST', '/projects', {
+    const small = await benchApi(api, 'POST', '/projects', {
       name: 'commit-rate',
       path: 'commit-rate',
       initialize_with_readme: true,
     });
     let started = performance.now();
     for (let i = 0; i < COMMITS; i++) {
-      await api(base, 'POST', `/projects/${small.id}/repository/commits`, {
+      await benchApi(api, 'POST', `/projects/${small.id}/repository/commits`, {
         branch: 'main',
         commit_message: `commit ${i}`,
         actions: [{ action: 'create', file_path: `files/f${i}.txt`, content: `${i}\n` }],

@@ -1,16 +1,15 @@
 import { z } from 'zod';
 import { readObject } from '../git/catfile.js';
-import { gitText } from '../git/command.js';
 import { parseCommitObject } from '../git/commit.js';
+import { commitStats } from '../git/diff.js';
 import type { FileAction } from '../git/write.js';
 import { forbidden, notFound } from '../http/errors.js';
+import { filePathParam } from '../http/file-path.js';
 import { p } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
-import { presentCommit } from '../presenters/commit.js';
+import { presentCommitDetail } from '../presenters/commit.js';
 import { canPushToBranch, createCommit } from '../services/repository-commits.js';
 import { created, currentUser, loadProject, noContent } from './helpers.js';
-
-const EMPTY_TREE = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 
 const action = z.object({
   action: p.enum(['create', 'update', 'move', 'delete', 'chmod']),
@@ -83,36 +82,9 @@ function toAction(a: z.infer<typeof action>): FileAction & { lastCommitId?: stri
   }
 }
 
-/** Additions and deletions of a commit against its first parent (numstat; binary files count 0). */
-async function commitStats(gitDir: string, commitId: string, parent: string | undefined) {
-  const out = await gitText({
-    gitDir,
-    subcommand: 'diff-tree',
-    flags: ['--numstat', '-r', '--no-renames', '--no-commit-id'],
-    args: [parent ?? EMPTY_TREE, commitId],
-  });
-  let additions = 0;
-  let deletions = 0;
-  for (const line of out.split('\n')) {
-    const [a, d] = line.split('\t');
-    if (a && a !== '-') additions += Number(a);
-    if (d && d !== '-') deletions += Number(d);
-  }
-  return { additions, deletions, total: additions + deletions };
-}
-
-/** GitLab's file_path validator: no traversal, not absolute, no newline. */
-const filePath = p
-  .string()
-  .refine(
-    (v) =>
-      v !== '' && !v.startsWith('/') && !/[\n\0]/.test(v) && !v.split(/[/\\]/).some((s) => s === '.' || s === '..'),
-    { message: 'should be a valid file path' },
-  );
-
 const fileWriteParams = z.object({
   id: p.string(),
-  file_path: filePath,
+  file_path: filePathParam(),
   branch: p.string().refine((v) => v.trim() !== '', { message: 'is empty' }),
   start_branch: p.string().optional(),
   encoding: p.enum(['text', 'base64']).default('text'),
@@ -218,13 +190,8 @@ export function registerRepositoryWriteRoutes(api: ApiRouter): void {
       if (!object) throw notFound('Commit');
       const commit = parseCommitObject(commitId, object.data);
       const pc = { baseUrl: deps.config.baseUrl };
-      created(ctx, {
-        ...presentCommit(commit, project, pc),
-        ...(params.stats ? { stats: await commitStats(gitDir, commitId, commit.parentIds[0]) } : {}),
-        status: null,
-        project_id: project.id,
-        last_pipeline: null,
-      });
+      const stats = params.stats ? await commitStats(gitDir, commitId, commit.parentIds[0]) : undefined;
+      created(ctx, presentCommitDetail(commit, project, pc, stats));
     },
   );
 }

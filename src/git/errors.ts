@@ -25,6 +25,29 @@ export class InvalidArgumentError extends GitError {
   }
 }
 
+/**
+ * A ref could not be created because its name clashes with an existing ref's path (`a` exists,
+ * `a/b` wanted, or the other way round). Still a `conflict`, for callers that do not care.
+ */
+export class RefNameConflictError extends GitError {
+  constructor(stderr: string) {
+    super('conflict', 'reference name conflicts with an existing reference', stderr);
+  }
+}
+
+/**
+ * A ref update found git's lock file for the ref already there: another writer holds it, or one
+ * that died holding it left it behind. Still a `conflict`, for callers that do not care.
+ */
+export class RefLockedError extends GitError {
+  constructor(
+    readonly lockPath: string,
+    stderr: string,
+  ) {
+    super('conflict', 'reference is locked', stderr);
+  }
+}
+
 const NOT_FOUND_PATTERNS = [
   /unknown revision or path not in the working tree/,
   /bad revision/,
@@ -46,6 +69,9 @@ export function classifyGitFailure(args: readonly string[], exitCode: number | n
   if (NOT_FOUND_PATTERNS.some((re) => re.test(stderr))) {
     return new GitError('not_found', 'object not found', stderr);
   }
+  if (/' exists; cannot create '/.test(stderr)) return new RefNameConflictError(stderr);
+  const lock = /Unable to create '([^']+\.lock)': File exists/.exec(stderr);
+  if (lock) return new RefLockedError(lock[1] as string, stderr);
   if (/cannot lock ref|is at [0-9a-f]+ but expected|reference already exists/.test(stderr)) {
     return new GitError('conflict', 'reference changed concurrently', stderr);
   }

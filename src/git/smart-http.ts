@@ -63,11 +63,13 @@ export function runService(
 }
 
 /**
- * Our receive hooks. pre-receive enforces branch and tag protection from DEPOT_* variables
+ * Our receive hooks. pre-receive enforces the default branch's protection from DEPOT_* variables
  * the server sets for the pusher (git runs it with the pushed objects in quarantine, so
  * `merge-base --is-ancestor` sees them); a refused update stops the whole push. post-receive
  * appends the updated refs to DEPOT_PUSH_LOG, which the server reads to record push events.
  */
+// Tags are not protected: GitLab's admin_tag (change or delete an existing tag) comes with
+// push_code, which every pusher already has.
 const PRE_RECEIVE = `#!/bin/sh
 status=0
 while read -r old new ref; do
@@ -81,10 +83,6 @@ while read -r old new ref; do
         echo "You are not allowed to push code to protected branches on this project." >&2; status=1
       elif [ "$creating" = 0 ] && ! git merge-base --is-ancestor "$old" "$new" 2>/dev/null; then
         echo "You are not allowed to force push code to a protected branch on this project." >&2; status=1
-      fi ;;
-    refs/tags/*)
-      if [ "$creating" = 0 ] && [ "$DEPOT_CAN_CHANGE_TAGS" != 1 ]; then
-        echo "You are not allowed to change existing tags on this project." >&2; status=1
       fi ;;
   esac
 done

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gitText, runGit } from './command.js';
 import { GitError } from './errors.js';
+import { updateRef } from './update-ref.js';
 import { isValidBranchName, isValidRepoPath } from './validate.js';
 
 export const ZERO_OID = '0000000000000000000000000000000000000000';
@@ -73,12 +74,7 @@ export async function commitFiles(
       args: [tree],
       input: options.message,
     });
-    await runGit({
-      gitDir,
-      subcommand: 'update-ref',
-      flags: [['-m', 'depot: commit']],
-      args: [`refs/heads/${options.branch}`, commit, options.parent ?? ZERO_OID],
-    });
+    await updateRef(gitDir, 'depot: commit', [`refs/heads/${options.branch}`, commit, options.parent ?? ZERO_OID]);
     return commit;
   } finally {
     await fs.rm(indexFile, { force: true });
@@ -215,11 +211,6 @@ export async function commitTree(
     args: [options.tree],
     input: options.message,
   });
-  await runGit({
-    gitDir,
-    subcommand: 'update-ref',
-    flags: [['-m', 'depot: commit']],
-    args: [`refs/heads/${options.branch}`, commit, options.expectedOld],
-  });
+  await updateRef(gitDir, 'depot: commit', [`refs/heads/${options.branch}`, commit, options.expectedOld]);
   return commit;
 }

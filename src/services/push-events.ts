@@ -1,4 +1,5 @@
 import { insertEvent } from '../db/queries/events.js';
+import { updateProject } from '../db/queries/projects.js';
 import type { Project, User } from '../db/schema.js';
 import { readObject } from '../git/catfile.js';
 import { gitText } from '../git/command.js';
@@ -43,7 +44,7 @@ async function newCommits(gitDir: string, update: RefUpdate): Promise<number> {
       gitDir,
       subcommand: 'rev-list',
       flags: ['--count', '--stdin'],
-      input: [update.newId, ...exclude].join('\n') + '\n',
+      input: `${[update.newId, ...exclude].join('\n')}\n`,
     });
     return Number(out.trim()) || 0;
   } catch {
@@ -60,7 +61,7 @@ async function titleOf(gitDir: string, id: string): Promise<string | null> {
 }
 
 /** Records GitLab's `pushed` events for the refs a push changed (one per ref, or bulk). */
-export async function recordPushEvents(
+async function recordPushEvents(
   deps: Deps,
   project: Project,
   user: User,
@@ -114,4 +115,21 @@ export async function recordPushEvents(
       });
     }
   }
+}
+
+/**
+ * What GitLab's post-receive does for every ref change, whether from `git push` or from an API
+ * write (GitLab writes those through Gitaly with the same hooks): `pushed` events and the
+ * project's last activity.
+ */
+export async function recordRefChanges(
+  deps: Deps,
+  project: Project,
+  user: User,
+  gitDir: string,
+  updates: RefUpdate[],
+): Promise<void> {
+  if (updates.length === 0) return;
+  await recordPushEvents(deps, project, user, gitDir, updates);
+  await updateProject(deps.db, project.id, { last_activity_at: deps.clock.now() });
 }

@@ -9,6 +9,8 @@ import { ApiError, forbidden } from '../http/errors.js';
 import type { ProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import type { Deps } from './deps.js';
+import { recordRefChanges } from './push-events.js';
+import { leasedWrite, READ_ONLY_MESSAGE } from './write-leases.js';
 
 export interface CommitRequest {
   branch: string;
@@ -31,9 +33,12 @@ export function canPushToBranch(project: Project, policy: ProjectPolicy, branch:
   return branch !== project.default_branch || policy.level >= AccessLevel.MAINTAINER;
 }
 
-/** The repository must take writes: GitLab refuses them while a storage move holds it read-only. */
+/**
+ * An early refusal while a storage move holds the repository read-only, for a service that works
+ * before it writes; the write itself runs under a write lease (leasedWrite), which decides.
+ */
 export function assertWritable(project: Project): void {
-  if (project.repository_read_only) throw forbidden('The repository is temporarily read-only. Please try again later.');
+  if (project.repository_read_only) throw forbidden(READ_ONLY_MESSAGE);
 }
 
 async function lastCommitFor(gitDir: string, commitId: string, path: string): Promise<string | null> {
@@ -46,14 +51,13 @@ async function lastCommitFor(gitDir: string, commitId: string, path: string): Pr
  * the actions on the start point, and moves the branch with a compare-and-swap. Returns the new
  * commit id; every refusal is a 400 with GitLab's message.
  */
-export async function createCommit(
+export const createCommit = leasedWrite(async function createCommit(
   deps: Deps,
   project: Project,
   user: User,
   gitDir: string,
   request: CommitRequest,
 ): Promise<string> {
-  assertWritable(project);
   const startSha = request.startSha;
   const startBranch = request.startBranch ?? (startSha ? undefined : request.branch);
   if (startSha !== undefined && request.startBranch !== undefined) {
@@ -102,12 +106,14 @@ export async function createCommit(
     email: request.authorEmail || user.email,
     date: now,
   };
+  const expectedOld = branchTip ?? ZERO_OID;
+  let commitId: string;
   try {
-    return await commitTree(gitDir, {
+    commitId = await commitTree(gitDir, {
       tree,
       parent,
       branch: request.branch,
-      expectedOld: branchTip ?? ZERO_OID,
+      expectedOld,
       message: request.message,
       author,
       committer,
@@ -118,7 +124,11 @@ export async function createCommit(
     }
     throw error;
   }
-}
+  await recordRefChanges(deps, project, user, gitDir, [
+    { ref: `refs/heads/${request.branch}`, oldId: expectedOld, newId: commitId },
+  ]);
+  return commitId;
+});
 
 async function hasAnyCommit(gitDir: string): Promise<boolean> {
   const [commit] = await listCommits(gitDir, { include: [], all: true, maxCount: 1 }).catch(() => []);

@@ -18,13 +18,14 @@ import {
 } from '../git/smart-http.js';
 import type { AppContext, AppState } from '../http/context.js';
 import { ApiError } from '../http/errors.js';
-import { verifyPassword } from '../lib/crypto.js';
 import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import { resolveActor, type ScopeRule } from '../services/auth.js';
 import type { Deps } from '../services/deps.js';
+import { checkUserPassword, isAccessLocked } from '../services/password-auth.js';
 import { findProjectAndNamespace } from '../services/projects.js';
-import { recordPushEvents } from '../services/push-events.js';
+import { recordRefChanges } from '../services/push-events.js';
+import { acquireWriteLease } from '../services/write-leases.js';
 
 /** `/<full path>[.git]/info/refs`, `/git-upload-pack`, `/git-receive-pack`. */
 const ROUTE = /^\/(.+?)(?:\.git)?\/(info\/refs|git-upload-pack|git-receive-pack)$/;
@@ -72,30 +73,42 @@ function basicCredentials(ctx: AppContext): Credentials | null {
 }
 
 /**
- * The user behind Basic credentials, as GitLab's find_for_git_client: the password may be a
- * personal access token with a scope that allows this operation (any login), else the user's
- * own password. Anything else is 401 with a Basic challenge.
+ * The user behind Basic credentials, as GitLab's find_for_git_client: the password may be an
+ * OAuth access token (login `oauth2`) or a personal access token (any login) with a scope that
+ * allows this operation, else the user's own password. Anything else is 401 with a Basic challenge.
  */
 async function gitUser(deps: Deps, credentials: Credentials | null, push: boolean): Promise<User | null> {
   if (!credentials) return null;
+  // A value recognised as a token (expired, revoked, under-scoped) falls through to the password
+  // check, as in GitLab, but is not counted as a wrong password: that would lock out a user whose
+  // Git client still sends an old token (GitLab's caution in find_with_user_password).
+  let recognisedToken = false;
   try {
+    // GitLab's login `oauth2` takes an OAuth access token as the password (then a PAT, as Bearer does).
     const actor = await resolveActor(
       deps,
-      { privateToken: credentials.password },
+      credentials.login === 'oauth2' ? { bearer: credentials.password } : { privateToken: credentials.password },
       push ? WRITE_SCOPES : READ_SCOPES,
       'POST',
     );
-    if (actor.user) return actor.user;
+    if (actor.user) {
+      // GitLab's token checks for Git need a user who may log in: a locked account is refused.
+      if (isAccessLocked(actor.user, deps.clock.now())) throw deny();
+      return actor.user;
+    }
   } catch (error) {
+    if (error instanceof GitHttpError) throw error;
     // A blocked or deactivated user is told so, as GitLab does.
     if (error instanceof ApiError && error.status === 403 && !('error' in error.body)) {
       throw new GitHttpError(403, String(error.body.message).replace(/^403 Forbidden - /, ''));
     }
+    recognisedToken = error instanceof ApiError && 'error' in error.body;
   }
   const user = credentials.login ? await findUserByIdOrUsername(deps.db, credentials.login) : undefined;
-  if (user && user.state === 'active' && (await verifyPassword(credentials.password, user.password_digest))) {
-    return user;
-  }
+  const checked = await checkUserPassword(deps, user, credentials.password, { count: !recognisedToken });
+  // GitLab's user_with_password_for_git: a password alone is not enough with two-factor
+  // authentication on; such users must use a token.
+  if (checked.ok && !checked.user.two_factor_enabled) return checked.user;
   throw deny();
 }
 
@@ -181,27 +194,36 @@ async function serve(ctx: AppContext, access: GitAccess, service: GitService): P
     ctx.body = git.stdout;
     return;
   }
-  // Receive: our hooks enforce protection; post-receive tells us what changed.
-  const logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
-  const pushLog = path.join(logDir, 'refs');
-  const canAdmin = access.policy.level >= AccessLevel.MAINTAINER;
-  const git = runService(access.gitDir, service, requestBody(ctx), {
-    protocol,
-    config: { 'core.hooksPath': receiveHooksDir() },
-    env: {
-      DEPOT_DEFAULT_BRANCH: access.project.default_branch ?? '',
-      DEPOT_CAN_PUSH_PROTECTED: canAdmin ? '1' : '0',
-      DEPOT_CAN_CHANGE_TAGS: canAdmin ? '1' : '0',
-      DEPOT_PUSH_LOG: pushLog,
-    },
-  });
+  // Receive: a write lease (taken with the read-only check, before git reads a byte) lets a
+  // storage move wait for this push; it ends with git, however the push ends.
+  const lease = await acquireWriteLease(deps, access.project, 'push');
+  if (!lease) throw new GitHttpError(403, MESSAGES.readOnly);
+  let git: ReturnType<typeof runService>;
+  let logDir: string;
+  try {
+    // Our hooks enforce protection; post-receive tells us what changed.
+    logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
+    const canAdmin = access.policy.level >= AccessLevel.MAINTAINER;
+    git = runService(access.gitDir, service, requestBody(ctx), {
+      protocol,
+      config: { 'core.hooksPath': receiveHooksDir() },
+      env: {
+        DEPOT_DEFAULT_BRANCH: access.project.default_branch ?? '',
+        DEPOT_CAN_PUSH_PROTECTED: canAdmin ? '1' : '0',
+        DEPOT_PUSH_LOG: path.join(logDir, 'refs'),
+      },
+    });
+  } catch (error) {
+    await lease.release();
+    throw error;
+  }
   const out = new PassThrough();
   git.stdout.pipe(out, { end: false });
   git.done
-    .then(() => afterPush(deps, access, pushLog))
+    .then(() => afterPush(deps, access, path.join(logDir, 'refs')))
     .catch((error: unknown) => deps.logger.warn({ err: error, project: access.project.id }, 'push failed'))
     .finally(() => {
-      out.end();
+      void lease.release().finally(() => out.end());
       void fs.rm(logDir, { recursive: true, force: true });
     });
   ctx.body = out;
@@ -222,12 +244,7 @@ async function afterPush(deps: Deps, access: GitAccess, pushLog: string): Promis
       await deps.db.updateTable('projects').set({ default_branch: branch }).where('id', '=', project.id).execute();
     }
   }
-  await recordPushEvents(deps, project, access.user, gitDir, updates);
-  await deps.db
-    .updateTable('projects')
-    .set({ last_activity_at: deps.clock.now() })
-    .where('id', '=', project.id)
-    .execute();
+  await recordRefChanges(deps, project, access.user, gitDir, updates);
 }
 
 /** Git's smart HTTP protocol at `<BASE_URL>/<full path>.git`, on native git. */

@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Middleware } from 'koa';
 import { findProjectLfsObject, linkLfsObject } from '../db/queries/lfs.js';
 import type { AppContext, AppState } from '../http/context.js';
+import { acquireWriteLease, READ_ONLY_MESSAGE } from '../services/write-leases.js';
 import { authorizeGit, type GitAccess, GitHttpError } from './git-http.js';
 
 /** `/<full path>.git/info/lfs/objects/batch|verify`, `/<full path>.git/gitlab-lfs/objects/<oid>[/<size>]`. */
@@ -53,6 +54,20 @@ function pointers(value: unknown): LfsPointer[] | null {
     out.push({ oid, size });
   }
   return out;
+}
+
+/**
+ * Runs an LFS write (an upload, a link) under a write lease: a storage move copies LFS objects,
+ * so it waits for these as for pushes, and they are refused while it holds the repository.
+ */
+async function underLfsLease(ctx: AppContext, access: GitAccess, write: () => Promise<void>): Promise<void> {
+  const lease = await acquireWriteLease(ctx.state.deps, access.project, 'lfs');
+  if (!lease) throw new GitHttpError(403, READ_ONLY_MESSAGE);
+  try {
+    await write();
+  } finally {
+    await lease.release();
+  }
 }
 
 /** Is the object stored for this project (database link and file with the right size)? */
@@ -119,7 +134,9 @@ async function batch(ctx: AppContext, fullPath: string): Promise<void> {
       () => -1,
     );
     if (size === object.size) {
-      await linkLfsObject(ctx.state.deps.db, access.project.id, object.oid, object.size);
+      await underLfsLease(ctx, access, () =>
+        linkLfsObject(ctx.state.deps.db, access.project.id, object.oid, object.size),
+      );
       answers.push(object);
       continue;
     }
@@ -177,6 +194,12 @@ async function download(ctx: AppContext, fullPath: string, oid: string): Promise
  */
 async function upload(ctx: AppContext, fullPath: string, oid: string, size: number): Promise<void> {
   const access = await authorizeGit(ctx, fullPath, 'git-receive-pack');
+  await underLfsLease(ctx, access, () => store(ctx, access, oid, size));
+  ctx.status = 200;
+  ctx.body = null;
+}
+
+async function store(ctx: AppContext, access: GitAccess, oid: string, size: number): Promise<void> {
   const deps = ctx.state.deps;
   const file = deps.storages.lfsObjectPath(access.project.repository_storage, oid);
   await fs.promises.mkdir(path.dirname(file), { recursive: true });
@@ -202,8 +225,6 @@ async function upload(ctx: AppContext, fullPath: string, oid: string, size: numb
     throw error;
   }
   await linkLfsObject(deps.db, access.project.id, oid, size);
-  ctx.status = 200;
-  ctx.body = null;
 }
 
 /** The Git LFS server (batch API, basic transfer) beside each repository's Git remote. */

@@ -5,7 +5,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
 import { gitEnvironment } from '../../src/git/command.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { addMember, makeProject, makeSampleProject, makeToken, makeUser, ROLES } from '../support/factories.js';
+import {
+  makeProject,
+  makeProjectMember,
+  makeSampleProject,
+  makeToken,
+  makeUser,
+  type Role,
+} from '../support/factories.js';
 
 const exec = promisify(execFile);
 let app: TestApp;
@@ -27,11 +34,7 @@ async function treeOf(gitDir: string, rev: string): Promise<Record<string, strin
   return out;
 }
 
-async function member(project: Project, role: keyof typeof ROLES) {
-  const user = await makeUser(app);
-  await addMember(app, { type: 'project', id: project.id }, user, ROLES[role]);
-  return { user, token: await makeToken(app, user, ['api']) };
-}
+const member = (project: Project, role: Role) => makeProjectMember(app, project, role);
 
 beforeAll(async () => {
   app = await startTestApp();
@@ -104,6 +107,61 @@ describe('POST /projects/:id/repository/commits', () => {
     expect((await git(gitDir, 'log', '-1', '--format=%cn <%ce>', 'main')).trim()).not.toBe(
       'Release Bot <bot@example.com>',
     );
+  });
+
+  it('records pushed events and activity as a push would: created for a new branch, pushed for an existing one', async () => {
+    const { project, gitDir } = await makeSampleProject(app, owner, { path: 'eventful' });
+    const { user, token } = await member(project, 'developer');
+    const post = (branch: string, extra: Record<string, unknown> = {}) =>
+      app.request(`/projects/${project.id}/repository/commits`, {
+        method: 'POST',
+        token,
+        body: {
+          branch,
+          commit_message: `Work on ${branch}\n\nMore words`,
+          actions: [{ action: 'create', file_path: `f${Math.random()}.txt`, content: 'x' }],
+          ...extra,
+        },
+      });
+    const main = (await git(gitDir, 'rev-parse', 'main')).trim();
+    const first = await post('topic', { start_branch: 'main' });
+    expect(first.status).toBe(201);
+    const second = await post('topic');
+    expect(second.status).toBe(201);
+    const events = await app.deps.db
+      .selectFrom('events')
+      .selectAll()
+      .where('project_id', '=', project.id)
+      .where('action', '=', 'pushed')
+      .orderBy('id')
+      .execute();
+    expect(events.map((e) => ({ author: e.author_id, data: e.push_data }))).toEqual([
+      {
+        author: user.id,
+        data: expect.objectContaining({
+          action: 'created',
+          ref_type: 'branch',
+          ref: 'topic',
+          commit_from: null,
+          commit_to: first.body.id,
+          commit_count: 1,
+          commit_title: 'Work on topic',
+        }),
+      },
+      {
+        author: user.id,
+        data: expect.objectContaining({
+          action: 'pushed',
+          ref: 'topic',
+          commit_from: first.body.id,
+          commit_to: second.body.id,
+          commit_count: 1,
+        }),
+      },
+    ]);
+    expect(first.body.parent_ids).toEqual([main]);
+    const refreshed = await app.request(`/projects/${project.id}`, { token });
+    expect(Date.parse(refreshed.body.last_activity_at)).toBe(app.clock.now().getTime());
   });
 
   it('creates branches from start_branch or start_sha, and refuses existing ones unless forced', async () => {

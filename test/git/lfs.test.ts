@@ -7,49 +7,22 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pseudoRandomBytes } from '../../fixtures/sample-repo.js';
 import type { Project, User } from '../../src/db/schema.js';
-import { gitEnvironment } from '../../src/git/command.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { addMember, makeSampleProject, makeToken, makeUser, ROLES } from '../support/factories.js';
+import { makeProjectMember, makeSampleProject, makeUser, type Role } from '../support/factories.js';
+import { type GitCredentials, remoteUrl, runGitClient } from '../support/git-client.js';
 
-const exec = promisify(execFile);
 let app: TestApp;
 let scratch: string;
 let owner: User;
 let counter = 0;
 
-async function git(args: string[], cwd = scratch) {
-  try {
-    const { stdout, stderr } = await exec('git', args, {
-      cwd,
-      env: gitEnvironment({
-        GIT_AUTHOR_NAME: 'T',
-        GIT_AUTHOR_EMAIL: 't@example.com',
-        GIT_COMMITTER_NAME: 'T',
-        GIT_COMMITTER_EMAIL: 't@example.com',
-      }),
-      encoding: 'utf8',
-      maxBuffer: 1 << 26,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
+const exec = promisify(execFile);
+const git = (args: string[], cwd = scratch) => runGitClient(args, cwd);
+const remote = (project: Project, credentials?: GitCredentials) => remoteUrl(app.baseUrl, project, credentials);
 
-function remote(project: Project, credentials?: { login: string; password: string }): string {
-  const url = new URL(`/${project.full_path}.git`, app.baseUrl);
-  if (credentials) {
-    url.username = encodeURIComponent(credentials.login);
-    url.password = encodeURIComponent(credentials.password);
-  }
-  return url.toString();
-}
-
-async function member(project: Project, role: keyof typeof ROLES) {
-  const user = await makeUser(app);
-  await addMember(app, { type: 'project', id: project.id }, user, ROLES[role]);
-  return { login: user.username, password: await makeToken(app, user, ['api']) };
+async function member(project: Project, role: Role) {
+  const { user, token } = await makeProjectMember(app, project, role);
+  return { login: user.username, password: token };
 }
 
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');

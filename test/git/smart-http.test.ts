@@ -1,15 +1,20 @@
-import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
-import { gitEnvironment } from '../../src/git/command.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { addMember, makeSampleProject, makeToken, makeUser, ROLES } from '../support/factories.js';
+import {
+  addMember,
+  makeProjectMember,
+  makeSampleProject,
+  makeToken,
+  makeUser,
+  ROLES,
+  type Role,
+} from '../support/factories.js';
+import { type GitCredentials, remoteUrl, runGitClient } from '../support/git-client.js';
 
-const exec = promisify(execFile);
 let app: TestApp;
 let scratch: string;
 let owner: User;
@@ -19,43 +24,15 @@ let secret: Project;
 let secretGitDir: string;
 let counter = 0;
 
-/** Runs the real git client; resolves with its exit code and output instead of throwing. */
-async function git(args: string[], cwd = scratch) {
-  try {
-    const { stdout, stderr } = await exec('git', args, {
-      cwd,
-      env: gitEnvironment({
-        GIT_AUTHOR_NAME: 'T',
-        GIT_AUTHOR_EMAIL: 't@example.com',
-        GIT_COMMITTER_NAME: 'T',
-        GIT_COMMITTER_EMAIL: 't@example.com',
-      }),
-      encoding: 'utf8',
-      maxBuffer: 1 << 26,
-    });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-  }
-}
-
-function remote(project: Project, credentials?: { login: string; password: string }): string {
-  const url = new URL(`/${project.full_path}.git`, app.baseUrl);
-  if (credentials) {
-    url.username = encodeURIComponent(credentials.login);
-    url.password = encodeURIComponent(credentials.password);
-  }
-  return url.toString();
-}
+const git = (args: string[], cwd = scratch) => runGitClient(args, cwd);
+const remote = (project: Project, credentials?: GitCredentials) => remoteUrl(app.baseUrl, project, credentials);
 
 const refsOf = async (gitDir: string) =>
   (await git([`--git-dir=${gitDir}`, 'for-each-ref', '--format=%(objectname) %(refname)'])).stdout;
 
-async function member(project: Project, role: keyof typeof ROLES, scopes = ['api']) {
-  const user = await makeUser(app);
-  await addMember(app, { type: 'project', id: project.id }, user, ROLES[role]);
-  return { user, credentials: { login: user.username, password: await makeToken(app, user, scopes) } };
+async function member(project: Project, role: Role, scopes = ['api']) {
+  const { user, token } = await makeProjectMember(app, project, role, scopes);
+  return { user, credentials: { login: user.username, password: token } };
 }
 
 async function cloneOf(project: Project, credentials?: { login: string; password: string }, extra: string[] = []) {
@@ -128,6 +105,13 @@ describe('git clone and fetch over HTTP', () => {
     expect((await cloneOf(secret, { login: 'anything', password: readRepo })).code).toBe(0);
     const readApi = await makeToken(app, user, ['read_api']);
     expect((await cloneOf(secret, { login: user.username, password: readApi })).code).not.toBe(0);
+
+    // With two-factor authentication on, the password alone is refused; a token still works.
+    await app.deps.db.updateTable('users').set({ two_factor_enabled: true }).where('id', '=', user.id).execute();
+    const refused = await cloneOf(secret, { login: user.username, password });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain("you're required to use a token instead of a password");
+    expect((await cloneOf(secret, { login: user.username, password: readRepo })).code).toBe(0);
   });
 
   it('answers the raw protocol as git http-backend does', async () => {
@@ -187,6 +171,18 @@ describe('git push over HTTP', () => {
       commit_count: 1,
       commit_title: 'Change topic.txt',
     });
+
+    // Tags are not protected: a developer moves and deletes an existing tag (GitLab's admin_tag).
+    const tagBefore = (await git([`--git-dir=${gitDir}`, 'rev-parse', 'refs/tags/v1.0.0'])).stdout.trim();
+    await git(['fetch', '--quiet', '--tags', 'origin'], dir);
+    expect((await git(['tag', '-f', 'v1.0.0', 'topic'], dir)).code).toBe(0);
+    expect(await git(['push', '--quiet', '--force', 'origin', 'refs/tags/v1.0.0'], dir)).toMatchObject({ code: 0 });
+    expect((await git([`--git-dir=${gitDir}`, 'rev-parse', 'refs/tags/v1.0.0'])).stdout.trim()).toBe(topic);
+    expect(tagBefore).not.toBe(topic);
+    expect(await git(['push', '--quiet', 'origin', ':refs/tags/v1.0.0'], dir)).toMatchObject({ code: 0 });
+    expect((await git([`--git-dir=${gitDir}`, 'rev-parse', '--verify', '--quiet', 'refs/tags/v1.0.0'])).code).not.toBe(
+      0,
+    );
 
     // The default branch is protected: developers cannot push to it or delete it.
     const mainBefore = (await git([`--git-dir=${gitDir}`, 'rev-parse', 'main'])).stdout.trim();
