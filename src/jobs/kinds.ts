@@ -1,0 +1,13 @@
+import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
+import { oauthPruneJob } from './oauth.js';
+import { bulkStorageMoveJob, storageMoveJob } from './storage-move.js';
+import type { JobKind } from './worker.js';
+
+/** Every job kind the server runs; a new kind of background work adds itself here. */
+export const JOB_KINDS: JobKind[] = [
+  storageMoveJob,
+  bulkStorageMoveJob,
+  billableMembersRefreshJob,
+  memberExpiryJob,
+  oauthPruneJob,
+];

@@ -1,0 +1,34 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+
+/** A job that runs every day at a fixed UTC time and queues its next run itself. */
+export interface DailySchedule {
+  kind: string;
+  hourUtc: number;
+  minuteUtc: number;
+}
+
+/** The first `hh:mm` UTC strictly after `now`. */
+export function nextDailyRun(now: Date, hourUtc: number, minuteUtc: number): Date {
+  const next = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), hourUtc, minuteUtc));
+  if (next.getTime() <= now.getTime()) next.setUTCDate(next.getUTCDate() + 1);
+  return next;
+}
+
+/**
+ * Queues the next run of a daily job unless one is already waiting. Two processes starting at the
+ * same instant may both queue one; the runs are idempotent and the next day there is one again.
+ * `now` is the database's clock.
+ */
+export async function scheduleNextRun(db: Db, schedule: DailySchedule, now: Date): Promise<void> {
+  const runAt = nextDailyRun(now, schedule.hourUtc, schedule.minuteUtc);
+  await sql`INSERT INTO jobs (kind, payload, run_at, max_attempts)
+    SELECT ${schedule.kind}, ${JSON.stringify({ recurring: true })}::jsonb, ${runAt}, 3
+    WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE kind = ${schedule.kind} AND state = 'queued')`.execute(db);
+}
+
+/** The database's current time (job run times are compared with it). */
+export async function databaseNow(db: Db): Promise<Date> {
+  const { rows } = await sql<{ now: Date }>`SELECT now() AS now`.execute(db);
+  return new Date(rows[0]?.now ?? Date.now());
+}
