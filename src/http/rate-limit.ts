@@ -23,6 +23,30 @@ export const ARCHIVE_RATE_LIMIT: RateLimit = {
   message: 'This archive has been requested too many times. Try again later.',
 };
 
+/** Above this size a file's or blob's JSON (base64) answer counts against large_blob_download. */
+export const LARGE_BLOB_BYTES = 10 * 1024 * 1024;
+
+/**
+ * GitLab's `large_blob_download` limit for the files API (lib/api/helpers/blob_helpers.rb),
+ * scoped to the project. The size in the message is Ruby's `10.megabytes`, an integer.
+ */
+export const LARGE_FILE_RATE_LIMIT: RateLimit = {
+  name: 'large_blob_download',
+  threshold: 5,
+  periodSeconds: 60,
+  message:
+    `The requested blob is over the threshold size of ${LARGE_BLOB_BYTES}.\n` +
+    "Access this blob using '/projects/:id/repository/files/:file_path/raw' to avoid this error.\n",
+};
+
+/** The same limit (one counter per project) for the blobs API, pointing at the raw blob. */
+export const LARGE_BLOB_RATE_LIMIT: RateLimit = {
+  ...LARGE_FILE_RATE_LIMIT,
+  message:
+    `The requested blob is over the threshold size of ${LARGE_BLOB_BYTES}.\n` +
+    "Access this blob using '/projects/:id/repository/blobs/:sha/raw' to avoid this error.\n",
+};
+
 /** GitLab lets anonymous callers of the archive endpoint share a threshold of 100 per project. */
 export const ANONYMOUS_ARCHIVE_THRESHOLD = 100;
 

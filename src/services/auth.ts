@@ -12,6 +12,7 @@ import {
 } from '../http/errors.js';
 import { digestToken, safeEqual } from '../lib/crypto.js';
 import { type Deps, today } from './deps.js';
+import { findAccessToken, isTokenExpired } from './oauth.js';
 
 /** A credential that authenticated the request. */
 export interface AuthToken {
@@ -77,6 +78,10 @@ export async function resolveActor(
     if (credentials.sudo !== undefined) throw unauthorized();
     return ANONYMOUS;
   }
+  if (credentials.privateToken === undefined) {
+    const oauth = await resolveOauthToken(deps, presented);
+    if (oauth) return finishActor(deps, oauth.user, oauth.token, credentials, rules, method);
+  }
   const digest = digestToken(presented);
   const row = await findPersonalAccessTokenByDigest(deps.db, digest);
   if (!row || !safeEqual(row.token_digest, digest)) throw unauthorized();
@@ -91,8 +96,34 @@ export async function resolveActor(
   }
   const user = await findUserById(deps.db, row.user_id);
   if (!user) throw unauthorized();
-  checkUserMayUseApi(user, deps.config.baseUrl);
   const token: AuthToken = { kind: 'personal_access_token', id: row.id, scopes: row.scopes };
+  return finishActor(deps, user, token, credentials, rules, method);
+}
+
+/**
+ * An OAuth access token (src/services/oauth.ts), or undefined when the value is not one (it may
+ * still be a personal access token). Expired and revoked tokens answer GitLab's invalid_token.
+ */
+async function resolveOauthToken(deps: Deps, presented: string): Promise<{ user: User; token: AuthToken } | undefined> {
+  const row = await findAccessToken(deps, presented);
+  if (!row) return undefined;
+  if (isTokenExpired(row, deps.clock.now())) throw invalidToken(TOKEN_EXPIRED);
+  if (row.revoked_at !== null) throw invalidToken(TOKEN_REVOKED);
+  const user = await findUserById(deps.db, row.user_id);
+  if (!user) throw unauthorized();
+  return { user, token: { kind: 'oauth_access_token', id: row.id, scopes: row.scopes } };
+}
+
+/** The steps shared by every kind of token: the user may use the API, sudo, then the scopes. */
+async function finishActor(
+  deps: Deps,
+  user: User,
+  token: AuthToken,
+  credentials: Credentials,
+  rules: readonly ScopeRule[],
+  method: string,
+): Promise<Actor> {
+  checkUserMayUseApi(user, deps.config.baseUrl);
   const actor: Actor = { user, token };
   if (credentials.sudo !== undefined) {
     const sudoed = await applySudo(deps, actor, credentials.sudo);

@@ -24,6 +24,13 @@ export function findUserByEmail(db: Db, email: string): Promise<User | undefined
   return db.selectFrom('users').selectAll().where(sql`lower(email)`, '=', email.toLowerCase()).executeTakeFirst();
 }
 
+/** Users whose e-mail is one of `emails`, compared case-insensitively (commit authors → users). */
+export function findUsersByEmails(db: Db, emails: string[]): Promise<User[]> {
+  if (emails.length === 0) return Promise.resolve([]);
+  const lowered = [...new Set(emails.map((e) => e.toLowerCase()))];
+  return db.selectFrom('users').selectAll().where(sql`lower(email)`, 'in', lowered).execute();
+}
+
 export function findUsersByIds(db: Db, ids: number[]): Promise<User[]> {
   if (ids.length === 0) return Promise.resolve([]);
   return db.selectFrom('users').selectAll().where('id', 'in', ids).execute();
@@ -133,4 +140,43 @@ export async function countAdmins(db: Db): Promise<number> {
     .where('admin', '=', true)
     .executeTakeFirstOrThrow();
   return row.n;
+}
+
+/**
+ * Counts one wrong password for a user, atomically: a lock that has run out is cleared first
+ * (the count starts again at 1), and the account is locked once the count reaches `maxAttempts`.
+ * An account already locked keeps its lock time. Concurrent wrong guesses each count once, as
+ * the row lock serialises the updates and each reads the count the previous one wrote.
+ */
+export async function recordFailedPasswordAttempt(
+  db: Db,
+  userId: number,
+  now: Date,
+  options: { maxAttempts: number; lockedSince: Date },
+): Promise<{ failed_attempts: number; locked_at: Date | null } | undefined> {
+  const { rows } = await sql<{ failed_attempts: number; locked_at: Date | null }>`
+    UPDATE users SET
+      failed_attempts = (CASE WHEN locked_at IS NOT NULL AND locked_at <= ${options.lockedSince}
+                              THEN 0 ELSE failed_attempts END) + 1,
+      locked_at = CASE
+        WHEN locked_at IS NOT NULL AND locked_at > ${options.lockedSince} THEN locked_at
+        WHEN (CASE WHEN locked_at IS NOT NULL AND locked_at <= ${options.lockedSince}
+                   THEN 0 ELSE failed_attempts END) + 1 >= ${options.maxAttempts} THEN ${now}::timestamptz
+        ELSE NULL END
+    WHERE id = ${userId}
+    RETURNING failed_attempts, locked_at`.execute(db);
+  const row = rows[0];
+  return row && { failed_attempts: Number(row.failed_attempts), locked_at: row.locked_at && new Date(row.locked_at) };
+}
+
+/**
+ * After a correct password: clears the count and any lock that has run out. Returns false when
+ * the account is locked (a concurrent wrong guess may have locked it since it was read).
+ */
+export async function resetFailedPasswordAttempts(db: Db, userId: number, lockedSince: Date): Promise<boolean> {
+  const { rows } = await sql<{ id: number }>`
+    UPDATE users SET failed_attempts = 0, locked_at = NULL
+    WHERE id = ${userId} AND (locked_at IS NULL OR locked_at <= ${lockedSince})
+    RETURNING id`.execute(db);
+  return rows.length > 0;
 }

@@ -1,0 +1,119 @@
+import { randomBytes } from 'node:crypto';
+import {
+  deleteExpiredWebSessions,
+  deleteWebSession,
+  findWebSessionByDigest,
+  insertWebSession,
+  setWebSessionReturnTo,
+} from '../db/queries/oauth.js';
+import { findUserById } from '../db/queries/users.js';
+import type { User, WebSession } from '../db/schema.js';
+import type { AppContext } from '../http/context.js';
+import { digestToken, safeEqual } from '../lib/crypto.js';
+
+/** A signed-in browser session lasts a day; an anonymous one (sign-in form, CSRF) an hour. */
+export const SESSION_TTL_SECONDS = 24 * 60 * 60;
+export const ANONYMOUS_SESSION_TTL_SECONDS = 60 * 60;
+
+/** The session cookie: `__Host-` prefixed and Secure when Depot is served over https. */
+function cookieName(ctx: AppContext): string {
+  return isHttps(ctx) ? '__Host-depot_session' : 'depot_session';
+}
+
+const isHttps = (ctx: AppContext) => ctx.state.deps.config.baseUrl.startsWith('https:');
+
+function readCookie(ctx: AppContext, name: string): string | undefined {
+  for (const part of ctx.get('Cookie').split(';')) {
+    const eq = part.indexOf('=');
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
+  }
+  return undefined;
+}
+
+function setCookie(ctx: AppContext, value: string, maxAgeSeconds: number): void {
+  const attributes = [`${cookieName(ctx)}=${value}`, 'Path=/', `Max-Age=${maxAgeSeconds}`, 'HttpOnly', 'SameSite=Lax'];
+  if (isHttps(ctx)) attributes.push('Secure');
+  ctx.append('Set-Cookie', attributes.join('; '));
+}
+
+export interface BrowserSession {
+  session: WebSession;
+  user: User | null;
+}
+
+const cache = new WeakMap<AppContext, BrowserSession | null>();
+
+/** The browser's current session, if its cookie names a live one (and its user is still active). */
+export async function currentSession(ctx: AppContext): Promise<BrowserSession | null> {
+  if (cache.has(ctx)) return cache.get(ctx) ?? null;
+  const deps = ctx.state.deps;
+  const value = readCookie(ctx, cookieName(ctx));
+  let found: BrowserSession | null = null;
+  if (value && /^[A-Za-z0-9_-]{43}$/.test(value)) {
+    const digest = digestToken(value);
+    const session = await findWebSessionByDigest(deps.db, digest, deps.clock.now());
+    if (session && safeEqual(session.session_digest, digest)) {
+      const user = session.user_id === null ? null : ((await findUserById(deps.db, session.user_id)) ?? null);
+      found = { session, user: user && user.state === 'active' ? user : null };
+    }
+  }
+  cache.set(ctx, found);
+  return found;
+}
+
+async function createSession(ctx: AppContext, user: User | null, returnTo: string | null): Promise<BrowserSession> {
+  const deps = ctx.state.deps;
+  const now = deps.clock.now();
+  const ttl = user ? SESSION_TTL_SECONDS : ANONYMOUS_SESSION_TTL_SECONDS;
+  await deleteExpiredWebSessions(deps.db, now);
+  const value = randomBytes(32).toString('base64url');
+  const session = await insertWebSession(deps.db, {
+    session_digest: digestToken(value),
+    user_id: user?.id ?? null,
+    csrf_token: randomBytes(32).toString('base64url'),
+    return_to: returnTo,
+    expires_at: new Date(now.getTime() + ttl * 1000),
+    created_at: now,
+  });
+  setCookie(ctx, value, ttl);
+  const browser = { session, user };
+  cache.set(ctx, browser);
+  return browser;
+}
+
+/** The current session, or a new anonymous one (every form needs a CSRF token bound to a session). */
+export async function ensureSession(ctx: AppContext): Promise<BrowserSession> {
+  return (await currentSession(ctx)) ?? createSession(ctx, null, null);
+}
+
+/** Signs `user` in with a fresh session id (no session fixation), dropping the old session. */
+export async function signIn(ctx: AppContext, user: User): Promise<BrowserSession> {
+  const old = await currentSession(ctx);
+  if (old) await deleteWebSession(ctx.state.deps.db, old.session.id);
+  return createSession(ctx, user, null);
+}
+
+export async function signOut(ctx: AppContext): Promise<void> {
+  const old = await currentSession(ctx);
+  if (old) await deleteWebSession(ctx.state.deps.db, old.session.id);
+  setCookie(ctx, '', 0);
+  cache.set(ctx, null);
+}
+
+/** Remembers where to go after signing in. */
+export async function rememberReturnTo(ctx: AppContext, path: string): Promise<void> {
+  const browser = await ensureSession(ctx);
+  await setWebSessionReturnTo(ctx.state.deps.db, browser.session.id, path);
+}
+
+/** A local path to return to: `/…` but never `//host` or `/\host`, which browsers treat as another site. */
+export function safeReturnPath(value: string | null | undefined): string | null {
+  if (!value?.startsWith('/') || value.startsWith('//') || value.startsWith('/\\')) return null;
+  for (let i = 0; i < value.length; i++) if (value.charCodeAt(i) < 0x20 || value.charCodeAt(i) === 0x7f) return null;
+  return value;
+}
+
+/** True when the form's `authenticity_token` is the session's CSRF token (constant-time). */
+export function validCsrf(browser: BrowserSession | null, token: unknown): boolean {
+  return browser !== null && typeof token === 'string' && safeEqual(browser.session.csrf_token, token);
+}
