@@ -119,6 +119,18 @@ export const ROLES = {
 } as const;
 export type Role = keyof typeof ROLES;
 
+/** A new user with `role` on a project, and a personal access token of theirs with `scopes`. */
+export async function makeProjectMember(
+  app: TestApp,
+  project: { id: number },
+  role: Role,
+  scopes = ['api'],
+): Promise<{ user: User; token: string }> {
+  const user = await makeUser(app);
+  await addMember(app, { type: 'project', id: project.id }, user, ROLES[role]);
+  return { user, token: await makeToken(app, user, scopes) };
+}
+
 export interface Persona {
   name: 'anonymous' | 'non-member' | Role | 'admin';
   user: User | null;

@@ -34,6 +34,26 @@ export async function projectAccessLevel(
   return rows[0]?.level ?? 0;
 }
 
+/**
+ * Which of `userIds` are members of a project: Guest or above, directly or through the
+ * project's group or an ancestor (GitLab's `team.max_member_access >= GUEST`).
+ */
+export async function projectMemberIds(
+  db: Db,
+  userIds: number[],
+  projectId: number,
+  traversalIds: number[],
+  today: string,
+): Promise<Set<number>> {
+  if (userIds.length === 0) return new Set();
+  const { rows } = await sql<{ user_id: number }>`
+    SELECT DISTINCT m.user_id FROM members m
+    WHERE m.user_id = ANY(${sql.val(userIds)}::int[]) AND ${activeMembership(today)} AND m.access_level >= 10
+      AND ((m.source_type = 'project' AND m.source_id = ${projectId})
+        OR (m.source_type = 'group' AND m.source_id = ANY(${sql.val(traversalIds)}::int[])))`.execute(db);
+  return new Set(rows.map((r) => r.user_id));
+}
+
 /** The user's highest access level on a group, counting memberships of its ancestors. */
 export async function groupAccessLevel(db: Db, userId: number, traversalIds: number[], today: string): Promise<number> {
   const { rows } = await sql<{ level: number | null }>`
