@@ -115,3 +115,50 @@ export const median = (values: number[]) => {
   const mid = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 };
+
+/** The administrator token every benchmark server starts with (`ADMIN_TOKEN`). */
+export const BENCH_TOKEN = 'glpat-bench-token-000000000000';
+
+export interface DepotServer {
+  child: ChildProcess;
+  /** `http://127.0.0.1:<port>` */
+  origin: string;
+  /** `<origin>/api/v4` */
+  api: string;
+}
+
+/**
+ * Starts Depot (`src/main.ts`, as `npm start` does) on an empty storage, on PostgreSQL when
+ * BENCH_DATABASE_URL is set (an empty database) and PGlite otherwise, and waits until it is ready.
+ */
+export async function startDepotServer(storage: string): Promise<DepotServer> {
+  const port = await freePort();
+  const child = spawnTs('src/main.ts', {
+    STORAGE_DIR: storage,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    SEED_DEMO: 'false',
+    ADMIN_TOKEN: BENCH_TOKEN,
+    ...(process.env.BENCH_DATABASE_URL ? { DATABASE_URL: process.env.BENCH_DATABASE_URL } : {}),
+  });
+  const origin = `http://127.0.0.1:${port}`;
+  try {
+    await waitFor(`${origin}/-/readiness`, performance.now());
+  } catch (error) {
+    await stop(child);
+    throw error;
+  }
+  return { child, origin, api: `${origin}/api/v4` };
+}
+
+/** Calls the API as the benchmark's administrator; an error status throws. */
+export async function benchApi(api: string, method: string, route: string, body?: unknown): Promise<any> {
+  const res = await fetch(`${api}${route}`, {
+    method,
+    headers: { 'PRIVATE-TOKEN': BENCH_TOKEN, 'Content-Type': 'application/json' },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
+  return text === '' ? undefined : JSON.parse(text);
+}

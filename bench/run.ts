@@ -4,10 +4,12 @@
  * bench/results/<name>.json.
  */
 
+import * as changelog from './changelog.js';
 import * as gitHttp from './git-http.js';
 import { type Measurement, report } from './harness.js';
 import * as repository from './repository.js';
 import * as startupAndApi from './startup-and-api.js';
+import * as storageMove from './storage-move.js';
 
 type Outcome = Measurement[] | { measurements: Measurement[]; notes: string[] };
 
@@ -15,6 +17,8 @@ const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   'startup-and-api': startupAndApi,
   repository,
   'git-http': gitHttp,
+  changelog,
+  'storage-move': storageMove,
 };
 
 const wanted = process.argv.slice(2);

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { freePort, type Measurement, measurement, median, spawnTs, stop, waitFor } from './harness.js';
+import { BENCH_TOKEN, freePort, type Measurement, measurement, median, spawnTs, stop, waitFor } from './harness.js';
 
 const RUNS = 3;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
@@ -19,7 +19,7 @@ async function startDepot(storage: string, port: number) {
     STORAGE_DIR: storage,
     PORT: String(port),
     LOG_LEVEL: 'warn',
-    ADMIN_TOKEN: 'glpat-bench-token-000000000000',
+    ADMIN_TOKEN: BENCH_TOKEN,
   });
   const ms = await waitFor(`http://127.0.0.1:${port}/-/readiness`, since);
   return { child, ms };
@@ -56,7 +56,7 @@ export async function run(): Promise<Measurement[]> {
       laters.push(later.ms);
       if (i === RUNS - 1) {
         // Throughput on the seeded public project, authenticated as root (the full auth path).
-        const headers = { 'PRIVATE-TOKEN': 'glpat-bench-token-000000000000' };
+        const headers = { 'PRIVATE-TOKEN': BENCH_TOKEN };
         const url = `http://127.0.0.1:${port}/api/v4/projects/1`;
         projectBody = await (await fetch(url, { headers })).json();
         depotRps = await throughput(url, headers);

@@ -1,16 +1,25 @@
 import fs from 'node:fs/promises';
 import Koa from 'koa';
 import { sql } from 'kysely';
+import { registerAccessRequestRoutes } from './api/access-requests.js';
+import { registerApplicationSettingsRoutes } from './api/application-settings.js';
+import { registerApplicationRoutes } from './api/applications.js';
 import { registerArchiveRoutes } from './api/archive.js';
+import { registerBranchWriteRoutes } from './api/branch-writes.js';
 import { registerBranchRoutes } from './api/branches.js';
+import { registerChangelogRoutes } from './api/changelog.js';
 import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
+import { registerMemberRoutes } from './api/members.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
+import { oauthRoutes } from './api/oauth.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
+import { registerStorageMoveRoutes } from './api/storage-moves.js';
+import { registerTagWriteRoutes } from './api/tag-writes.js';
 import { registerTagRoutes } from './api/tags.js';
 import { registerTokenRoutes } from './api/tokens.js';
 import { registerUserRoutes } from './api/users.js';
@@ -20,10 +29,12 @@ import { Metrics } from './http/metrics.js';
 import { errorHandler, requestContext } from './http/middleware.js';
 import { buildOpenApi } from './http/openapi.js';
 import { ApiRouter } from './http/route.js';
+import { registerJobMetrics } from './jobs/metrics.js';
 import type { Deps } from './services/deps.js';
 import { DEPOT_VERSION } from './version.js';
 import { gitHttp } from './web/git-http.js';
 import { gitLfs } from './web/git-lfs.js';
+import { webPages } from './web/pages.js';
 
 export const API_PREFIX = '/api/v4';
 
@@ -43,6 +54,14 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerBranchRoutes,
   registerTagRoutes,
   registerRepositoryWriteRoutes,
+  registerBranchWriteRoutes,
+  registerTagWriteRoutes,
+  registerChangelogRoutes,
+  registerApplicationSettingsRoutes,
+  registerStorageMoveRoutes,
+  registerMemberRoutes,
+  registerAccessRequestRoutes,
+  registerApplicationRoutes,
 ];
 
 export interface CreateAppOptions {
@@ -54,6 +73,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
   const app = new Koa<AppState>();
   app.proxy = false;
   const metrics = options.metrics ?? new Metrics();
+  if (!metrics.gauges.has('depot_jobs')) registerJobMetrics(metrics, deps);
   const api = new ApiRouter(API_PREFIX);
   for (const register of API_MODULES) register(api);
   const openApi = buildOpenApi(api.operations, { version: DEPOT_VERSION, baseUrl: deps.config.baseUrl });
@@ -104,6 +124,8 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
     }
     await next();
   });
+  app.use(oauthRoutes());
+  app.use(webPages());
   app.use(gitLfs());
   app.use(gitHttp());
   app.use(api.router.routes());

@@ -17,7 +17,16 @@ export interface Config {
   logLevel: string;
   /** Seed a demo group and project on first start (default: on with the embedded database). */
   seedDemo: boolean;
+  /**
+   * Which plain-http redirect URIs OAuth applications may register: `any` (GitLab's
+   * `force_ssl_in_redirect_uri false`) or `loopback` (only 127.0.0.1, [::1] and localhost, for
+   * native apps: RFC 9700 §2.6, RFC 8252 §7.3).
+   */
+  oauthHttpRedirectUris: OauthHttpRedirectUris;
 }
+
+export const OAUTH_HTTP_REDIRECT_URIS = ['any', 'loopback'] as const;
+export type OauthHttpRedirectUris = (typeof OAUTH_HTTP_REDIRECT_URIS)[number];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const STORAGE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
@@ -85,6 +94,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     throw new ConfigError('REPOSITORY_STORAGES must name a storage called "default"');
   }
   const databaseUrl = env.DATABASE_URL || undefined;
+  const oauthHttpRedirectUris = env.OAUTH_HTTP_REDIRECT_URIS || 'any';
+  if (!(OAUTH_HTTP_REDIRECT_URIS as readonly string[]).includes(oauthHttpRedirectUris)) {
+    throw new ConfigError(
+      `OAUTH_HTTP_REDIRECT_URIS must be one of ${OAUTH_HTTP_REDIRECT_URIS.join(', ')}, got "${oauthHttpRedirectUris}"`,
+    );
+  }
   return {
     port: port.data,
     host,
@@ -96,5 +111,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     adminToken: env.ADMIN_TOKEN || undefined,
     logLevel,
     seedDemo: envBoolean('SEED_DEMO', env.SEED_DEMO, databaseUrl === undefined),
+    oauthHttpRedirectUris: oauthHttpRedirectUris as OauthHttpRedirectUris,
   };
 }

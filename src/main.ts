@@ -3,6 +3,10 @@ import pino from 'pino';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { checkGitVersion } from './git/command.js';
+import { JOB_KINDS } from './jobs/kinds.js';
+import { scheduleMemberJobs } from './jobs/members.js';
+import { scheduleOauthJobs } from './jobs/oauth.js';
+import { Worker } from './jobs/worker.js';
 import { LockedError } from './lib/lock-file.js';
 import { openRuntime } from './runtime.js';
 import { ensureRootUser } from './services/bootstrap.js';
@@ -41,6 +45,13 @@ async function main(): Promise<void> {
     server.listen(config.port, config.host, resolve);
   });
   logger.info({ url: config.baseUrl, git: gitVersion, database: database.kind }, 'Depot is listening');
+  // Background jobs (storage moves, ...); with embedded PGlite this process alone owns the queue.
+  const worker = new Worker(deps, JOB_KINDS, { exclusive: database.kind === 'pglite' });
+  await worker.start();
+  // Daily jobs: the billable-member refresh (12:00 UTC) and the removal of expired memberships.
+  await scheduleMemberJobs(deps);
+  // Daily deletion of expired OAuth codes and dead revoked tokens (03:20 UTC).
+  await scheduleOauthJobs(deps);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -49,6 +60,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, 'shutting down');
     server.close();
     server.closeIdleConnections();
+    await worker.stop();
     await runtime.close();
     process.exit(0);
   };

@@ -5,6 +5,7 @@ import { type Database, migrateToLatest, openPglite, openPostgres } from './db/d
 import { systemClock } from './lib/clock.js';
 import { acquireLock } from './lib/lock-file.js';
 import type { Deps } from './services/deps.js';
+import { clearLeftoverWrites } from './services/write-leases.js';
 import { Storages } from './storage/storages.js';
 
 export interface Runtime {
@@ -36,8 +37,15 @@ export async function openRuntime(config: Config, options: { logger?: pino.Logge
   const storages = new Storages(config.repositoryStorages);
   storages.ensureRoots();
   await migrateToLatest(database.db);
+  const deps: Deps = { config, db: database.db, clock: systemClock, logger, storages };
+  // The lock file makes this process the embedded database's only user: a write lease left in
+  // it belongs to a process that crashed, and so do the ref locks its writes left.
+  if (database.kind === 'pglite') {
+    const cleared = await clearLeftoverWrites(deps);
+    if (cleared > 0) logger.warn({ cleared }, 'removed write leases left by a stopped process');
+  }
   return {
-    deps: { config, db: database.db, clock: systemClock, logger, storages },
+    deps,
     database,
     close: async () => {
       await database.close();

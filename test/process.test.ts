@@ -1,9 +1,9 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from './support/server-process.js';
 
 /**
  * The real entry points as a user runs them: `npm start` (src/main.ts) and the admin CLI,
@@ -20,15 +20,6 @@ afterAll(() => {
   for (const child of children) child.kill('SIGKILL');
   for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 function startServer(env: Record<string, string>) {
   const child = spawn(tsx, ['src/main.ts'], {

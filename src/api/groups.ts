@@ -3,7 +3,7 @@ import { countGroups, type GroupFilter, listGroups, subtreeIds } from '../db/que
 import { countProjects, listProjects, type ProjectFilter } from '../db/queries/projects.js';
 import type { Namespace } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
-import { ApiError, badRequestMessage, forbidden, notFound, preconditionFailed } from '../http/errors.js';
+import { ApiError, badRequestMessage, forbidden, notFound } from '../http/errors.js';
 import { paginateQuery } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
@@ -15,7 +15,7 @@ import { today } from '../services/deps.js';
 import { createGroup, deleteGroup, findGroup, type GroupInput, updateGroup } from '../services/groups.js';
 import { buildProjectViews, namespaceFullNames } from '../services/project-views.js';
 import { VISIBILITIES } from '../services/visibility.js';
-import { accepted, created, currentUser, loadGroup } from './helpers.js';
+import { accepted, checkUnmodifiedSince, created, currentUser, loadGroup } from './helpers.js';
 
 /** Gitlab::Access.all_values: the levels `min_access_level` accepts. */
 const MIN_ACCESS_LEVELS = [10, 15, 20, 30, 40, 50] as const;
@@ -172,13 +172,6 @@ async function listGroupPage(
     (cap) => countGroups(deps.db, filter, cap),
   );
   ctx.body = await presentGroups(ctx, groups);
-}
-
-/** GitLab's `check_unmodified_since!`: 412 when the resource changed after `If-Unmodified-Since`. */
-function checkUnmodifiedSince(ctx: AppContext, updatedAt: Date): void {
-  const header = ctx.get('If-Unmodified-Since');
-  const since = header ? Date.parse(header) : Number.NaN;
-  if (!Number.isNaN(since) && updatedAt.getTime() > since) throw preconditionFailed();
 }
 
 export function registerGroupRoutes(api: ApiRouter): void {

@@ -1,6 +1,6 @@
 import type { Namespace, Project, User } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
-import { forbidden, notFound, unauthorized } from '../http/errors.js';
+import { forbidden, notFound, preconditionFailed, unauthorized } from '../http/errors.js';
 import { type GroupPolicy, loadGroupPolicy, loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import { findGroup } from '../services/groups.js';
 import { findProjectAndNamespace } from '../services/projects.js';
@@ -83,4 +83,14 @@ export function accepted(ctx: AppContext): void {
 export function noContent(ctx: AppContext): void {
   ctx.status = 204;
   ctx.body = null;
+}
+
+/**
+ * GitLab's `check_unmodified_since!` (used by `destroy_conditionally!`): 412 when the resource
+ * changed after the time in `If-Unmodified-Since`.
+ */
+export function checkUnmodifiedSince(ctx: AppContext, updatedAt: Date): void {
+  const header = ctx.get('If-Unmodified-Since');
+  const since = header ? Date.parse(header) : Number.NaN;
+  if (!Number.isNaN(since) && updatedAt.getTime() > since) throw preconditionFailed();
 }

@@ -26,6 +26,7 @@ import {
   updateProject,
 } from '../services/projects.js';
 import { fitsWithin, VISIBILITIES } from '../services/visibility.js';
+import { scheduleMove } from '../storage/moves.js';
 import { viewerOf } from './groups.js';
 import { accepted, created, currentUser, loadProject } from './helpers.js';
 
@@ -491,6 +492,12 @@ export function registerProjectRoutes(api: ApiRouter): void {
       const input = projectInput(params);
       // GitLab asks for the visibility right whenever the parameter is given, changed or not.
       if (input.visibility !== undefined) policy.authorize('change_visibility_level');
+      // An administrator's new repository_storage schedules a storage move (GitLab's
+      // Projects::UpdateService); the project shows its new storage once the move has finished.
+      const storage = ctx.state.actor.user?.admin ? params.repository_storage : undefined;
+      if (storage !== undefined && storage !== project.repository_storage) {
+        await scheduleMove(ctx.state.deps, { type: 'project', project }, storage);
+      }
       const updated = await updateProject(ctx.state.deps, project, input);
       ctx.body = await presentOne(ctx, updated, false);
     },

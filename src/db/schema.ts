@@ -44,6 +44,10 @@ export interface UsersTable {
   last_sign_in_at: NullableTimestamp;
   current_sign_in_at: NullableTimestamp;
   last_activity_on: DateString;
+  /** Wrong passwords since the last success or unlock (Devise :lockable). */
+  failed_attempts: Generated<number>;
+  /** Set when the account was locked by too many wrong passwords; cleared on unlock. */
+  locked_at: NullableTimestamp;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -184,6 +188,16 @@ export interface DB {
   lfs_objects: LfsObjectsTable;
   lfs_objects_projects: LfsObjectsProjectsTable;
   rate_limit_counters: RateLimitCountersTable;
+  jobs: JobsTable;
+  repository_storage_moves: RepositoryStorageMovesTable;
+  repository_write_leases: RepositoryWriteLeasesTable;
+  ldap_group_links: LdapGroupLinksTable;
+  billable_members: BillableMembersTable;
+  billable_member_refreshes: BillableMemberRefreshesTable;
+  oauth_applications: OauthApplicationsTable;
+  oauth_access_grants: OauthAccessGrantsTable;
+  oauth_access_tokens: OauthAccessTokensTable;
+  web_sessions: WebSessionsTable;
 }
 
 export interface LfsObjectsTable {
@@ -206,6 +220,60 @@ export interface RateLimitCountersTable {
   hits: number;
 }
 
+export type JobState = 'queued' | 'running' | 'done' | 'failed';
+
+export interface JobsTable {
+  id: Generated<number>;
+  kind: string;
+  payload: Json<Record<string, unknown>>;
+  state: Generated<JobState>;
+  run_at: Generated<Date>;
+  attempts: Generated<number>;
+  max_attempts: Generated<number>;
+  locked_by: string | null;
+  locked_at: NullableTimestamp;
+  heartbeat_at: NullableTimestamp;
+  last_error: string | null;
+  created_at: Generated<Date>;
+  updated_at: Generated<Date>;
+  finished_at: NullableTimestamp;
+}
+
+export type StorageMoveContainer = 'project' | 'snippet' | 'group';
+
+/** A repository write under way (migration 0007); storage moves wait for these to end. */
+export interface RepositoryWriteLeasesTable {
+  id: Generated<number>;
+  project_id: number;
+  /** `<host>:<pid>:<nonce>` of the writing process. */
+  holder: string;
+  /** What writes: `push`, `api`, `lfs`. */
+  kind: string;
+  acquired_at: Generated<Date>;
+  heartbeat_at: Generated<Date>;
+}
+
+export interface RepositoryStorageMovesTable {
+  id: Generated<number>;
+  container_type: StorageMoveContainer;
+  container_id: number;
+  /** GitLab's numeric state (src/storage/moves.ts MOVE_STATES). */
+  state: number;
+  source_storage_name: string;
+  destination_storage_name: string;
+  error_message: string | null;
+  /** The step the mover is on (for logs, the CLI and crash recovery). */
+  step: string | null;
+  /** bigint: `pg` returns it as a string; read it with Number(). */
+  bytes_total: ColumnType<string | number, number | undefined, number>;
+  bytes_copied: ColumnType<string | number, number | undefined, number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type Job = Selectable<JobsTable>;
+export type StorageMove = Selectable<RepositoryStorageMovesTable>;
+
 export type User = Selectable<UsersTable>;
 export type NewUser = Insertable<UsersTable>;
 export type UserUpdate = Updateable<UsersTable>;
@@ -214,3 +282,94 @@ export type Project = Selectable<ProjectsTable>;
 export type Member = Selectable<MembersTable>;
 export type PersonalAccessToken = Selectable<PersonalAccessTokensTable>;
 export type Event = Selectable<EventsTable>;
+
+export interface OauthApplicationsTable {
+  id: Generated<number>;
+  /** The public `client_id`. */
+  uid: string;
+  secret_digest: string;
+  name: string;
+  /** Registered redirect URIs, one per line, each matched exactly. */
+  redirect_uri: string;
+  scopes: Json<string[]>;
+  confidential: Generated<boolean>;
+  /** The password grant is off unless the application opts in. */
+  ropc_enabled: Generated<boolean>;
+  /** The user who registered it on /profile/applications; null for instance-wide applications. */
+  owner_id: number | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface OauthAccessGrantsTable {
+  id: Generated<number>;
+  application_id: number;
+  user_id: number;
+  code_digest: string;
+  redirect_uri: string;
+  scopes: Json<string[]>;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  expires_at: Timestamp;
+  revoked_at: NullableTimestamp;
+  access_token_id: number | null;
+  created_at: Timestamp;
+}
+
+export interface OauthAccessTokensTable {
+  id: Generated<number>;
+  application_id: number;
+  user_id: number;
+  token_digest: string;
+  refresh_token_digest: string | null;
+  scopes: Json<string[]>;
+  expires_in: number;
+  family: string;
+  previous_token_id: number | null;
+  revoked_at: NullableTimestamp;
+  created_at: Timestamp;
+}
+
+export interface WebSessionsTable {
+  id: Generated<number>;
+  session_digest: string;
+  user_id: number | null;
+  csrf_token: string;
+  return_to: string | null;
+  expires_at: Timestamp;
+  created_at: Timestamp;
+}
+
+export type OauthApplication = Selectable<OauthApplicationsTable>;
+export type OauthAccessGrant = Selectable<OauthAccessGrantsTable>;
+export type OauthAccessToken = Selectable<OauthAccessTokensTable>;
+export type WebSession = Selectable<WebSessionsTable>;
+
+/** A group kept in step with a directory group (LDAP synchronisation, `depot ldap sync`). */
+export interface LdapGroupLinksTable {
+  group_id: number;
+  /** The directory group's common name. */
+  cn: string;
+  created_at: Timestamp;
+  synced_at: Timestamp;
+}
+
+export type BillableMembershipType = 'group_member' | 'project_member';
+
+/** The daily snapshot of a top-level group's billable users (refreshed at 12:00 UTC). */
+export interface BillableMembersTable {
+  group_id: number;
+  user_id: number;
+  membership_type: BillableMembershipType;
+  /** The user's highest level anywhere in the hierarchy when the snapshot was taken. */
+  access_level: number;
+  /** When the user's oldest membership in the hierarchy was created. */
+  joined_at: Date;
+}
+
+export interface BillableMemberRefreshesTable {
+  group_id: number;
+  refreshed_at: Date;
+}
+
+export type LdapGroupLink = Selectable<LdapGroupLinksTable>;

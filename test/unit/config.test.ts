@@ -13,6 +13,7 @@ describe('configuration', () => {
       repositoryStorages: { default: '/srv/depot/storage/repositories/default' },
       logLevel: 'info',
       seedDemo: true,
+      oauthHttpRedirectUris: 'any',
     });
   });
 
@@ -28,6 +29,7 @@ describe('configuration', () => {
         ADMIN_PASSWORD: 'secret-password',
         ADMIN_TOKEN: 'glpat-abc',
         LOG_LEVEL: 'warn',
+        OAUTH_HTTP_REDIRECT_URIS: 'loopback',
       },
       '/srv',
     );
@@ -42,6 +44,7 @@ describe('configuration', () => {
       adminToken: 'glpat-abc',
       logLevel: 'warn',
       seedDemo: false,
+      oauthHttpRedirectUris: 'loopback',
     });
   });
 
@@ -53,5 +56,8 @@ describe('configuration', () => {
     expect(() => loadConfig({ REPOSITORY_STORAGES: 'default=/a,default=/b' })).toThrow(/twice/);
     expect(() => loadConfig({ REPOSITORY_STORAGES: '../x=/a,default=/b' })).toThrow(/invalid storage name/);
     expect(() => loadConfig({ SEED_DEMO: 'perhaps' })).toThrow(/SEED_DEMO/);
+    expect(() => loadConfig({ OAUTH_HTTP_REDIRECT_URIS: 'https' })).toThrow(
+      'OAUTH_HTTP_REDIRECT_URIS must be one of any, loopback, got "https"',
+    );
   });
 });

@@ -1,9 +1,19 @@
 import type { Migration } from 'kysely';
 import * as m0001 from './0001-foundation.js';
 import * as m0002 from './0002-repository.js';
+import * as m0003 from './0003-storage-moves.js';
+import * as m0004 from './0004-oauth.js';
+import * as m0005 from './0005-members.js';
+import * as m0006 from './0006-user-lockout.js';
+import * as m0007 from './0007-write-leases.js';
 
 /** Every migration in order. Names never change once landed. */
 export const migrations: Record<string, Migration> = {
   '0001-foundation': m0001,
   '0002-repository': m0002,
+  '0003-storage-moves': m0003,
+  '0004-oauth': m0004,
+  '0005-members': m0005,
+  '0006-user-lockout': m0006,
+  '0007-write-leases': m0007,
 };
