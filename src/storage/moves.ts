@@ -231,9 +231,16 @@ export async function requeueOrphanedMoves(deps: Deps): Promise<number> {
   return rows.length;
 }
 
-/** A test-only hook: `DEPOT_CRASH_AT=<step>` kills the process the moment the move reaches it. */
-function crashPoint(step: string): void {
-  if (process.env.DEPOT_CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
+/**
+ * A test-only hook: `DEPOT_CRASH_AT=<step>` kills the process the moment the move reaches it,
+ * once the log lines written so far are out (pino writes asynchronously; the crash test reads
+ * them).
+ */
+async function crashPoint(step: string, log: Logger): Promise<void> {
+  if (process.env.DEPOT_CRASH_AT !== step) return;
+  await new Promise<void>((resolve) => log.flush(() => resolve()));
+  process.kill(process.pid, 'SIGKILL');
+  await new Promise(() => {});
 }
 
 /** Thrown to stop a move at a safe point when the server shuts down. */
@@ -284,7 +291,7 @@ export async function runMove(deps: Deps, moveId: number, options: RunMoveOption
     if (!(await transitionMove(deps.db, move.id, [MoveState.scheduled], MoveState.started, { step: 'started' })))
       return;
     log.info({ from: move.source_storage_name, to: move.destination_storage_name }, 'repository storage move started');
-    crashPoint('started');
+    await crashPoint('started', log);
   } else if (move.state === MoveState.started) {
     log.warn({ attempt: options.attempt, step: move.step }, 'resuming an interrupted repository storage move');
     await rollbackDestination(deps, move, log);
@@ -543,7 +550,7 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
           check: () => {
             checkSignal(signal);
             copiedFiles += 1;
-            if (copiedFiles === 2) crashPoint('copying');
+            if (copiedFiles === 2) void crashPoint('copying', log);
           },
         })
       : Promise.resolve(0),
@@ -570,7 +577,7 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
   await fsyncPath(paths.tmp);
   await progress.flush();
   lap('copy_ms');
-  crashPoint('copied');
+  await crashPoint('copied', log);
 
   // Verify: the same refs and HEAD on both sides (and the source unchanged since the copy
   // began), a connected object graph and the same object count on the copy, every LFS object
@@ -617,7 +624,7 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
   };
   await Promise.all([verifyRepository(), verifyLfs()]);
   lap('verify_ms');
-  crashPoint('verified');
+  await crashPoint('verified', log);
 
   // Rename into place. Whatever sits at the final path is not authoritative (the database
   // points at the source): an earlier unfinished move left it.
@@ -642,7 +649,7 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
   if (lfsToCopy.length > 0) lfsDirs.add(paths.tmpLfs);
   await Promise.all([...lfsDirs].map(fsyncPath));
   lap('rename_ms');
-  crashPoint('renamed');
+  await crashPoint('renamed', log);
 
   // Switch the project in the same transaction as the state change.
   await deps.db.transaction().execute(async (tx) => {
@@ -668,7 +675,7 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
   evictRepository(paths.sourceRepo);
   lap('switch_ms');
   log.info({ to: move.destination_storage_name, ...timings }, 'repository storage move replicated; project switched');
-  crashPoint('replicated');
+  await crashPoint('replicated', log);
 }
 
 /**
@@ -698,7 +705,7 @@ async function cleanup(deps: Deps, move: StorageMove, log: Logger): Promise<void
       await fs.rm(trash, { recursive: true, force: true });
       await removeLfsObjectsOf(deps, move, move.source_storage_name);
       await fs.rm(paths.tmp, { recursive: true, force: true });
-      crashPoint('cleaned');
+      await crashPoint('cleaned', log);
     }
     await transitionMove(deps.db, move.id, [MoveState.replicated], MoveState.finished, { step: null });
     log.info('repository storage move finished');
