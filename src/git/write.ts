@@ -100,13 +100,20 @@ interface IndexEntry {
   oid: string;
 }
 
-async function readIndexEntries(gitDir: string, env: Record<string, string>): Promise<Map<string, IndexEntry>> {
-  const out = await runGit({ gitDir, env, subcommand: 'ls-files', flags: ['-s', '-z'] });
+/** Every file of the tree (`ls-tree -r`, so no directories), by path. */
+async function readTreeEntries(gitDir: string, treeish: string): Promise<Map<string, IndexEntry>> {
+  const out = await runGit({
+    gitDir,
+    subcommand: 'ls-tree',
+    flags: ['-r', '-z', '--full-tree'],
+    args: [treeish],
+    endOfOptions: true,
+  });
   const entries = new Map<string, IndexEntry>();
   for (const record of out.stdout.toString('utf8').split('\0')) {
     if (!record) continue;
     const tab = record.indexOf('\t');
-    const [mode, oid] = record.slice(0, tab).split(' ') as [string, string];
+    const [mode, , oid] = record.slice(0, tab).split(' ') as [string, string, string];
     entries.set(record.slice(tab + 1), { mode, oid });
   }
   return entries;
@@ -125,16 +132,15 @@ function clashes(entries: Map<string, IndexEntry>, file: string): string | null 
 }
 
 /**
- * Applies actions on top of `parent` (or nothing) in a scratch index and returns the new tree
- * id, or throws ActionError with GitLab's message when an action does not fit the tree.
+ * Applies actions on top of `parent`'s files (or nothing), writes the result through a scratch
+ * index and returns the new tree id, or throws ActionError with GitLab's message when an action
+ * does not fit the tree. Three git commands whatever the number of files, and one per content.
  */
 export async function treeWithActions(gitDir: string, parent: string | null, actions: FileAction[]): Promise<string> {
   const indexFile = path.join(os.tmpdir(), `depot-index-${randomBytes(8).toString('hex')}`);
   const env = { GIT_INDEX_FILE: indexFile };
   try {
-    if (parent) await runGit({ gitDir, env, subcommand: 'read-tree', args: [`${parent}^{tree}`], endOfOptions: true });
-    else await runGit({ gitDir, env, subcommand: 'read-tree', flags: ['--empty'] });
-    const entries = await readIndexEntries(gitDir, env);
+    const entries = parent ? await readTreeEntries(gitDir, `${parent}^{tree}`) : new Map<string, IndexEntry>();
     const hash = (content: Buffer) =>
       gitText({ gitDir, subcommand: 'hash-object', flags: ['-w', '--stdin'], input: content });
     const modeFor = (executable: boolean | undefined, previous?: IndexEntry) =>
@@ -175,8 +181,7 @@ export async function treeWithActions(gitDir: string, parent: string | null, act
         }
       }
     }
-    // Rewrite the index from the map: NUL-terminated records pass any file name unchanged.
-    await runGit({ gitDir, env, subcommand: 'read-tree', flags: ['--empty'] });
+    // A fresh index from the map: NUL-terminated records pass any file name unchanged.
     const records = [...entries].map(([file, e]) => `${e.mode} ${e.oid}\t${file}\0`).join('');
     if (records)
       await runGit({ gitDir, env, subcommand: 'update-index', flags: ['-z', '--index-info'], input: records });

@@ -274,20 +274,15 @@ export async function commitChangelog(
     const tip = await readBranchTip(gitDir, request.branch);
     const existing = tip ? await readFileAt(gitDir, tip, request.file) : null;
     if (existing !== null && releaseHeaderPattern(request.version).test(existing)) return null;
-    const lastCommitId =
-      existing !== null && tip
-        ? (await listCommits(gitDir, { include: [tip], paths: [request.file], maxCount: 1 }))[0]?.id
-        : undefined;
     const content = Buffer.from(insertRelease(existing ?? '', release));
     try {
+      // Built on exactly `tip`: a commit that lands in between makes this one a conflict, and
+      // the cycle runs again on the new content.
       return await createCommit(deps, project, user, gitDir, {
         branch: request.branch,
         message,
-        actions: [
-          existing === null
-            ? { action: 'create', path: request.file, content }
-            : { action: 'update', path: request.file, content, lastCommitId },
-        ],
+        actions: [{ action: existing === null ? 'create' : 'update', path: request.file, content }],
+        expectedTip: tip ?? undefined,
         force: false,
       });
     } catch (error) {

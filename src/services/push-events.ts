@@ -26,6 +26,12 @@ function describe(update: RefUpdate): { action: PushAction; refType: 'branch' | 
 async function newCommits(gitDir: string, update: RefUpdate): Promise<number> {
   if (isZero(update.newId)) return 0;
   try {
+    // One commit on top of the old tip (every API commit): no need to ask rev-list.
+    if (!isZero(update.oldId)) {
+      const object = await readObject(gitDir, update.newId);
+      const parents = object?.type === 'commit' ? parseCommitObject(update.newId, object.data).parentIds : [];
+      if (parents.length === 1 && parents[0] === update.oldId) return 1;
+    }
     let exclude = [`^${update.oldId}`];
     if (isZero(update.oldId)) {
       const refs = await gitText({

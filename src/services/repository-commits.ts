@@ -23,6 +23,11 @@ export interface CommitRequest {
   force: boolean;
   /** The files API words a stale last_commit_id differently from the commits API. */
   changedMessage?: (path: string) => string;
+  /**
+   * The branch tip the caller computed the actions from: any other tip is a conflict. Cheaper
+   * than a lastCommitId (which walks the file's history) for a caller that read the tip itself.
+   */
+  expectedTip?: string | undefined;
 }
 
 const fail = (message: string) => new ApiError(400, { message });
@@ -68,15 +73,20 @@ export const createCommit = leasedWrite(async function createCommit(
   if (startSha && !startCommit) throw fail(`Cannot find start_sha '${startSha}'`);
 
   const branchTip = isValidBranchName(request.branch) ? await readBranchTip(gitDir, request.branch) : null;
-  const emptyRepo = !(await hasAnyCommit(gitDir));
+  if (request.expectedTip !== undefined && branchTip !== request.expectedTip) {
+    throw fail(`Could not update ${request.branch}. Please refresh and try again.`);
+  }
+  // Asked only when it matters (a missing start branch, a branch created from another): it
+  // costs a git command.
+  const emptyRepo = async () => !(await hasAnyCommit(gitDir));
   let parent: string | null = startSha ?? null;
   if (startBranch !== undefined) {
     const tip = isValidBranchName(startBranch) ? await readBranchTip(gitDir, startBranch) : null;
-    if (!tip && !emptyRepo) throw fail('You can only create or edit files when you are on a branch');
+    if (!tip && !(await emptyRepo())) throw fail('You can only create or edit files when you are on a branch');
     parent = tip;
   }
   const differentBranch = startBranch !== request.branch || startSha !== undefined;
-  if (!emptyRepo && differentBranch && branchTip && !request.force) {
+  if (differentBranch && branchTip && !request.force && !(await emptyRepo())) {
     throw fail(`A branch called '${request.branch}' already exists. Switch to that branch in order to make changes`);
   }
   if (differentBranch && !isValidBranchName(request.branch)) {
