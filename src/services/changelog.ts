@@ -21,7 +21,7 @@ import { findNamespaceByFullPath } from '../db/queries/namespaces.js';
 import { findUsersByEmails } from '../db/queries/users.js';
 import type { Namespace, Project, User } from '../db/schema.js';
 import { readObject } from '../git/catfile.js';
-import { listCommits, streamCommits } from '../git/log.js';
+import { streamCommits } from '../git/log.js';
 import { listTags, resolveCommitId, type Tag } from '../git/refs.js';
 import { readBranchTip } from '../git/repo-info.js';
 import { isValidRepoPath } from '../git/validate.js';
