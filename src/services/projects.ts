@@ -33,6 +33,7 @@ import {
   PROJECT_PATH_MESSAGE,
 } from './paths.js';
 import { fitsWithin } from './visibility.js';
+import { withWriteLease } from './write-leases.js';
 
 export const DEFAULT_BRANCH = 'main';
 
@@ -404,15 +405,19 @@ export async function updateProject(deps: Deps, project: Project, input: Project
   if (input.topics !== undefined) changes.topics = JSON.stringify(normaliseTopics(input.topics));
   if (input.features !== undefined) changes.features = JSON.stringify({ ...project.features, ...input.features });
   if (input.settings !== undefined) changes.settings = JSON.stringify({ ...project.settings, ...input.settings });
-  let updated: Project;
-  try {
-    updated = (await updateProjectRow(deps.db, project.id, changes)) as Project;
-  } catch (error) {
-    if (pgErrorCode(error) === UNIQUE_VIOLATION) new Validation().add('path', TAKEN).throwIfAny();
-    throw error;
-  }
-  if (newBranch !== undefined) await setHeadBranch(repoPath, newBranch);
-  return updated;
+  const update = async (): Promise<Project> => {
+    let updated: Project;
+    try {
+      updated = (await updateProjectRow(deps.db, project.id, changes)) as Project;
+    } catch (error) {
+      if (pgErrorCode(error) === UNIQUE_VIOLATION) new Validation().add('path', TAKEN).throwIfAny();
+      throw error;
+    }
+    if (newBranch !== undefined) await setHeadBranch(repoPath, newBranch);
+    return updated;
+  };
+  // Moving HEAD writes the repository: under a write lease, refused while a storage move holds it.
+  return newBranch === undefined ? update() : withWriteLease(deps, project, 'api', update);
 }
 
 /** Deletes a project's rows, then its repository on disk. */

@@ -121,6 +121,20 @@ describe('project repository storage moves', () => {
     });
     expect(commit.status).toBe(403);
     expect(commit.body).toEqual({ message: `403 Forbidden - ${READ_ONLY}` });
+    // So does moving HEAD: a new default branch would be lost with the source repository.
+    const otherBranch = refsBefore.split('\n').find((line) => line.includes('refs/heads/') && !line.endsWith('/main'));
+    expect(otherBranch).toBeDefined();
+    const head = await app.request(`/projects/${project.id}`, {
+      method: 'PUT',
+      token: adminToken,
+      body: { default_branch: otherBranch?.split('refs/heads/')[1] },
+    });
+    expect({ status: head.status, body: head.body }).toEqual({
+      status: 403,
+      body: { message: `403 Forbidden - ${READ_ONLY}` },
+    });
+    expect((await projectRow(project.id)).default_branch).toBe('main');
+    expect(await fs.readFile(path.join(gitDir, 'HEAD'), 'utf8')).toBe('ref: refs/heads/main\n');
     const again = await app.request(`/projects/${project.id}/repository_storage_moves`, {
       method: 'POST',
       token: adminToken,
