@@ -1,5 +1,4 @@
 import http from 'node:http';
-import pino from 'pino';
 import { createApp } from './app.js';
 import { ConfigError, loadConfig } from './config.js';
 import { checkGitVersion } from './git/command.js';
@@ -8,14 +7,14 @@ import { scheduleMemberJobs } from './jobs/members.js';
 import { scheduleOauthJobs } from './jobs/oauth.js';
 import { Worker } from './jobs/worker.js';
 import { LockedError } from './lib/lock-file.js';
-import { openRuntime } from './runtime.js';
+import { createLogger, openRuntime } from './runtime.js';
 import { ensureRootUser } from './services/bootstrap.js';
 import { seedDemo } from './services/seed.js';
 
 /** Starts Depot: config, git check, lock, database, migrations, bootstrap, listen. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const logger = pino({ level: config.logLevel, base: { service: 'depot' } });
+  const logger = createLogger(config);
   const gitVersion = await checkGitVersion();
   const runtime = await openRuntime(config, { logger });
   const { deps, database } = runtime;

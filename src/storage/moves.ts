@@ -231,16 +231,9 @@ export async function requeueOrphanedMoves(deps: Deps): Promise<number> {
   return rows.length;
 }
 
-/**
- * A test-only hook: `DEPOT_CRASH_AT=<step>` kills the process the moment the move reaches it,
- * once the log lines written so far are out (pino writes asynchronously; the crash test reads
- * them).
- */
-async function crashPoint(step: string, log: Logger): Promise<void> {
-  if (process.env.DEPOT_CRASH_AT !== step) return;
-  await new Promise<void>((resolve) => log.flush(() => resolve()));
-  process.kill(process.pid, 'SIGKILL');
-  await new Promise(() => {});
+/** A test-only hook: `DEPOT_CRASH_AT=<step>` kills the process the moment the move reaches it. */
+function crashPoint(step: string): void {
+  if (process.env.DEPOT_CRASH_AT === step) process.kill(process.pid, 'SIGKILL');
 }
 
 /** Thrown to stop a move at a safe point when the server shuts down. */
@@ -291,7 +284,7 @@ export async function runMove(deps: Deps, moveId: number, options: RunMoveOption
     if (!(await transitionMove(deps.db, move.id, [MoveState.scheduled], MoveState.started, { step: 'started' })))
       return;
     log.info({ from: move.source_storage_name, to: move.destination_storage_name }, 'repository storage move started');
-    await crashPoint('started', log);
+    crashPoint('started');
   } else if (move.state === MoveState.started) {
     log.warn({ attempt: options.attempt, step: move.step }, 'resuming an interrupted repository storage move');
     await rollbackDestination(deps, move, log);
@@ -550,7 +543,7 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
           check: () => {
             checkSignal(signal);
             copiedFiles += 1;
-            if (copiedFiles === 2) void crashPoint('copying', log);
+            if (copiedFiles === 2) crashPoint('copying');
           },
         })
       : Promise.resolve(0),
@@ -577,7 +570,7 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
   await fsyncPath(paths.tmp);
   await progress.flush();
   lap('copy_ms');
-  await crashPoint('copied', log);
+  crashPoint('copied');
 
   // Verify: the same refs and HEAD on both sides (and the source unchanged since the copy
   // began), a connected object graph and the same object count on the copy, every LFS object
@@ -624,7 +617,7 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
   };
   await Promise.all([verifyRepository(), verifyLfs()]);
   lap('verify_ms');
-  await crashPoint('verified', log);
+  crashPoint('verified');
 
   // Rename into place. Whatever sits at the final path is not authoritative (the database
   // points at the source): an earlier unfinished move left it.
@@ -649,7 +642,7 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
   if (lfsToCopy.length > 0) lfsDirs.add(paths.tmpLfs);
   await Promise.all([...lfsDirs].map(fsyncPath));
   lap('rename_ms');
-  await crashPoint('renamed', log);
+  crashPoint('renamed');
 
   // Switch the project in the same transaction as the state change.
   await deps.db.transaction().execute(async (tx) => {
@@ -675,7 +668,7 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
   evictRepository(paths.sourceRepo);
   lap('switch_ms');
   log.info({ to: move.destination_storage_name, ...timings }, 'repository storage move replicated; project switched');
-  await crashPoint('replicated', log);
+  crashPoint('replicated');
 }
 
 /**
@@ -705,7 +698,7 @@ async function cleanup(deps: Deps, move: StorageMove, log: Logger): Promise<void
       await fs.rm(trash, { recursive: true, force: true });
       await removeLfsObjectsOf(deps, move, move.source_storage_name);
       await fs.rm(paths.tmp, { recursive: true, force: true });
-      await crashPoint('cleaned', log);
+      crashPoint('cleaned');
     }
     await transitionMove(deps.db, move.id, [MoveState.replicated], MoveState.finished, { step: null });
     log.info('repository storage move finished');
