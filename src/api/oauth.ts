@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { findOauthApplicationById } from '../db/queries/oauth.js';
+import { readBearer } from '../http/auth.js';
 import type { AppContext, AppState } from '../http/context.js';
 import { checkRateLimit, type RateLimit } from '../http/rate-limit.js';
 import { presentTokenInfo, presentTokenResponse } from '../presenters/oauth-token.js';
@@ -209,14 +210,6 @@ async function tokenGrant(ctx: AppContext, state: { basic: boolean }): Promise<I
   }
 }
 
-/** The bearer token of a request to a resource endpoint: header first, then `access_token`. */
-function bearerToken(ctx: AppContext): string | undefined {
-  const header = /^Bearer\s+(.+)$/is.exec(ctx.get('Authorization'))?.[1]?.trim();
-  if (header) return header;
-  const param = new URLSearchParams(ctx.querystring).get('access_token');
-  return param ? param : undefined;
-}
-
 /** Server metadata (RFC 8414), so clients can discover the endpoints and PKCE support. */
 function metadata(deps: Deps) {
   const base = deps.config.baseUrl;
@@ -286,7 +279,7 @@ export function oauthRoutes(): Middleware<AppState> {
     '/oauth/token/info',
     endpoint(async (ctx) => {
       const deps = ctx.state.deps;
-      const presented = bearerToken(ctx);
+      const presented = readBearer(ctx, Object.fromEntries(new URLSearchParams(ctx.querystring)));
       const token = presented ? await findActiveAccessToken(deps, presented) : undefined;
       const app = token ? await findOauthApplicationById(deps.db, token.application_id) : undefined;
       if (!token || !app) throw new OAuthError('invalid_token', OAUTH_DESCRIPTIONS.invalid_token);

@@ -13,14 +13,25 @@ const presentString = (value: unknown): string | undefined => {
 const BEARER = /^Bearer\s+(.*)$/is;
 
 /**
+ * A bearer token where GitLab's Doorkeeper looks for one (its `access_token_methods`): the
+ * `access_token` parameter, then `Authorization: Bearer`, then the `bearer_token` parameter.
+ */
+export function readBearer(ctx: AppContext, params: Params): string | undefined {
+  return (
+    presentString(params.access_token) ??
+    presentString(BEARER.exec(ctx.get('Authorization'))?.[1]?.trim()) ??
+    presentString(params.bearer_token)
+  );
+}
+
+/**
  * Reads the credentials GitLab accepts on /api/v4 (DESIGN.md "Authentication"): personal access
- * tokens from the `private_token` parameter, then the `PRIVATE-TOKEN` header, then
- * `Authorization: Bearer` or the `access_token` parameter; `sudo` parameter before `Sudo` header.
+ * tokens from the `private_token` parameter, then the `PRIVATE-TOKEN` header, then a bearer
+ * token (readBearer); `sudo` parameter before `Sudo` header.
  */
 export function readCredentials(ctx: AppContext, params: Params): Credentials {
   const credentials: Credentials = {};
-  const bearer =
-    presentString(BEARER.exec(ctx.get('Authorization'))?.[1]?.trim()) ?? presentString(params.access_token);
+  const bearer = readBearer(ctx, params);
   if (bearer !== undefined) credentials.bearer = bearer;
   const privateToken = presentString(params.private_token) ?? presentString(ctx.get('PRIVATE-TOKEN').trim());
   if (privateToken !== undefined) credentials.privateToken = privateToken;

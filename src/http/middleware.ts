@@ -8,7 +8,8 @@ import type { Metrics } from './metrics.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Parameters that carry secrets and must not reach the logs. */
-const SECRET_PARAMS = /([?&](?:private_token|access_token|token|client_secret|password|code|refresh_token)=)[^&]*/gi;
+const SECRET_PARAMS =
+  /([?&](?:private_token|access_token|bearer_token|token|client_secret|password|code|refresh_token)=)[^&]*/gi;
 
 export const redactUrl = (url: string) => url.replace(SECRET_PARAMS, '$1[FILTERED]');
 

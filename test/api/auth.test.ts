@@ -77,16 +77,23 @@ describe('where a personal access token may be given', () => {
     expect(created.body.namespace.path).toBe(user.username);
   });
 
-  it('reads Authorization: Bearer and the access_token parameter', async () => {
+  it('reads Authorization: Bearer and the access_token and bearer_token parameters', async () => {
     const { user, token } = await makeUserWithToken(app);
     for (const authorization of [`Bearer ${token}`, `bearer ${token}`, `Bearer   ${token}  `]) {
       const res = await whoAmI({ headers: { Authorization: authorization } });
       expect(res.status, authorization).toBe(200);
       expect(res.body.username).toBe(user.username);
     }
-    const param = await whoAmI({ query: { access_token: token } });
-    expect(param.status).toBe(200);
-    expect(param.body.username).toBe(user.username);
+    for (const name of ['access_token', 'bearer_token']) {
+      const param = await whoAmI({ query: { [name]: token } });
+      expect(param.status, name).toBe(200);
+      expect(param.body.username).toBe(user.username);
+    }
+    // Doorkeeper's order: the access_token parameter wins over the header, the header over bearer_token.
+    const first = await whoAmI({ query: { access_token: token }, headers: { Authorization: 'Bearer nope' } });
+    expect(first.status).toBe(200);
+    const second = await whoAmI({ query: { bearer_token: 'nope' }, headers: { Authorization: `Bearer ${token}` } });
+    expect(second.status).toBe(200);
   });
 
   it('prefers the private_token parameter, then PRIVATE-TOKEN, then Bearer', async () => {

@@ -276,6 +276,26 @@ describe('GET /projects/:id/repository/merge_base', () => {
     ).toBe(400);
   });
 
+  it('answers 404 Merge Base Not Found for refs with no history in common', async () => {
+    const { project: lone, gitDir: loneDir } = await makeSampleProject(app, owner, { path: 'merge-base-orphan' });
+    const identity = { GIT_AUTHOR_NAME: 'T', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 'T' };
+    const emptyTree = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+    const orphan = (
+      await exec('git', [`--git-dir=${loneDir}`, 'commit-tree', emptyTree, '-m', 'unrelated'], {
+        env: gitEnvironment({ ...identity, GIT_COMMITTER_EMAIL: 't@example.com' }),
+        encoding: 'utf8',
+      })
+    ).stdout.trim();
+    await gitIn(loneDir, 'update-ref', 'refs/heads/unrelated', orphan);
+    const res = await app.request(`/projects/${lone.id}/repository/merge_base`, {
+      query: { refs: ['main', 'unrelated'] },
+    });
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 404,
+      body: { message: '404 Merge Base Not Found' },
+    });
+  });
+
   it('works through @gitbeaker/rest', async () => {
     const client = new Gitlab({ host: app.baseUrl, token: await makeToken(app, owner) });
     const cmp = await client.Repositories.compare(project.id, 'stable', 'main');

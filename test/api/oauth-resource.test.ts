@@ -1,8 +1,12 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { generateToken } from '../../src/lib/crypto.js';
 import type { TestApp } from '../support/app.js';
 import { makeSampleProject, makeUser, makeUserWithToken } from '../support/factories.js';
+import { remoteUrl, runGitClient } from '../support/git-client.js';
 import { codeFor, exchange, oauthPost, type RegisteredApp, startOAuthWorld } from '../support/oauth.js';
 import { WebClient } from '../support/web-client.js';
 
@@ -133,6 +137,7 @@ describe('GET /oauth/token/info', () => {
     for (const res of [
       await app.request('/oauth/token/info', bearer(pair.access_token)),
       await app.request('/oauth/token/info', { query: { access_token: pair.access_token } }),
+      await app.request('/oauth/token/info', { query: { bearer_token: pair.access_token } }),
     ]) {
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
@@ -305,5 +310,37 @@ describe('Git over HTTP', () => {
     const readUser = await tokensFor('read_user');
     expect((await infoRefs(readUser.access_token)).status).toBe(401);
     expect((await infoRefs('not-a-token')).status).toBe(401);
+  });
+
+  it('lets git itself clone with a read_repository token and push only with write_repository', async () => {
+    const { project, gitDir } = await makeSampleProject(app, user, { visibility: 'private' });
+    const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-oauth-git-'));
+    try {
+      const url = (token: string) => remoteUrl(app.baseUrl, project, { login: 'oauth2', password: token });
+      const reader = await tokensFor('read_repository');
+      const work = path.join(scratch, 'work');
+      expect(await runGitClient(['clone', '--quiet', url(reader.access_token), work], scratch)).toMatchObject({
+        code: 0,
+      });
+      const tip = (await runGitClient([`--git-dir=${gitDir}`, 'rev-parse', 'main'], scratch)).stdout.trim();
+      expect((await runGitClient(['rev-parse', 'HEAD'], work)).stdout.trim()).toBe(tip);
+
+      await runGitClient(['checkout', '--quiet', '-b', 'from-oauth'], work);
+      await fs.writeFile(path.join(work, 'oauth.txt'), 'pushed with an OAuth token\n');
+      await runGitClient(['add', 'oauth.txt'], work);
+      await runGitClient(['commit', '--quiet', '-m', 'OAuth push'], work);
+      const refused = await runGitClient(['push', url(reader.access_token), 'from-oauth'], work);
+      expect(refused.code).not.toBe(0);
+      const writer = await tokensFor('write_repository');
+      expect(await runGitClient(['push', '--quiet', url(writer.access_token), 'from-oauth'], work)).toMatchObject({
+        code: 0,
+      });
+      const pushed = (await runGitClient(['rev-parse', 'HEAD'], work)).stdout.trim();
+      expect((await runGitClient([`--git-dir=${gitDir}`, 'rev-parse', 'from-oauth'], scratch)).stdout.trim()).toBe(
+        pushed,
+      );
+    } finally {
+      await fs.rm(scratch, { recursive: true, force: true });
+    }
   });
 });
