@@ -208,6 +208,74 @@ describe('git push over HTTP', () => {
     expect((await git([`--git-dir=${gitDir}`, 'fsck'])).code).toBe(0);
   });
 
+  it('never loses a commit when a push and an API commit race on one branch', async () => {
+    const { project, gitDir } = await makeSampleProject(app, owner, { path: `racing${++counter}` });
+    const { user, token } = await makeProjectMember(app, project, 'maintainer', ['api']);
+    const dir = await workClone(project, { login: user.username, password: token });
+    const start = (await git([`--git-dir=${gitDir}`, 'rev-parse', 'main'])).stdout.trim();
+    const landed: string[] = [];
+    let pushesLost = 0;
+    let commitsLost = 0;
+    for (let round = 0; round < 6; round++) {
+      await git(['fetch', '--quiet', 'origin'], dir);
+      await git(['reset', '--quiet', '--hard', 'origin/main'], dir);
+      const local = await commitIn(dir, `pushed-${round}.txt`, `${round}\n`);
+      const [push, api] = await Promise.all([
+        git(['push', 'origin', 'main'], dir),
+        app.request(`/projects/${project.id}/repository/commits`, {
+          method: 'POST',
+          token,
+          body: {
+            branch: 'main',
+            commit_message: `API ${round}`,
+            actions: [{ action: 'create', file_path: `api-${round}.txt`, content: `${round}` }],
+          },
+        }),
+      ]);
+      if (push.code === 0) landed.push(local);
+      else {
+        pushesLost += 1;
+        expect(push.stderr).toMatch(/rejected|failed to update ref|cannot lock ref/);
+      }
+      if (api.status === 201) landed.push(api.body.id);
+      else {
+        commitsLost += 1;
+        expect(api.body).toEqual({ message: 'Could not update main. Please refresh and try again.' });
+      }
+      expect(push.code === 0 || api.status === 201).toBe(true);
+    }
+    // Every writer told it succeeded is on main, and nothing else is.
+    const history = (await git([`--git-dir=${gitDir}`, 'rev-list', `${start}..main`])).stdout.trim().split('\n');
+    expect(history.sort()).toEqual(landed.sort());
+    expect(landed.length + pushesLost + commitsLost).toBe(12);
+    expect((await git([`--git-dir=${gitDir}`, 'fsck', '--strict'])).code).toBe(0);
+  });
+
+  it('lets admins push, and refuses guests and users who are not members', async () => {
+    const { project, gitDir } = await makeSampleProject(app, owner, { path: `roles${++counter}` });
+    const dir = await workClone(project, (await member(project, 'developer')).credentials);
+    await git(['checkout', '--quiet', '-b', 'by-role'], dir);
+    const tip = await commitIn(dir, 'role.txt', 'role\n');
+    const guest = await member(project, 'guest');
+    const stranger = await makeUser(app);
+    const strangerToken = await makeToken(app, stranger, ['api']);
+    for (const credentials of [guest.credentials, { login: stranger.username, password: strangerToken }]) {
+      const refused = await git(['push', remote(project, credentials), 'by-role'], dir);
+      expect(refused.code, credentials.login).not.toBe(0);
+    }
+    expect(
+      (await git([`--git-dir=${gitDir}`, 'rev-parse', '--verify', '--quiet', 'refs/heads/by-role'])).code,
+    ).not.toBe(0);
+    const admin = await makeUser(app, { admin: true });
+    const adminToken = await makeToken(app, admin, ['api']);
+    const pushed = await git(
+      ['push', '--quiet', remote(project, { login: admin.username, password: adminToken }), 'by-role'],
+      dir,
+    );
+    expect(pushed).toMatchObject({ code: 0 });
+    expect((await git([`--git-dir=${gitDir}`, 'rev-parse', 'refs/heads/by-role'])).stdout.trim()).toBe(tip);
+  });
+
   it('refuses pushes from reporters, read-only tokens, anonymous callers and to read-only repositories', async () => {
     const { project, gitDir } = await makeSampleProject(app, owner, { path: `guarded${++counter}` });
     const before = await refsOf(gitDir);
