@@ -172,7 +172,11 @@ function endpoint(handler: (ctx: AppContext, state: { basic: boolean }) => Promi
     try {
       await handler(ctx as AppContext, state);
     } catch (error) {
-      if (!(error instanceof OAuthError)) throw error;
+      if (!(error instanceof OAuthError)) {
+        // A rate limit's 429 (GitLab's body) is no more cacheable than any other answer here.
+        noStore(ctx as AppContext);
+        throw error;
+      }
       sendError(ctx as AppContext, error, state.basic);
     }
   };

@@ -457,6 +457,7 @@ describe('the password grant', () => {
     const limited = await grant(target.username, PASSWORD);
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(limited.headers.get('cache-control')).toBe('no-store');
     app.clock.advance(60_000);
     // The ten wrong passwords also locked the account (test/api/user-lockout.test.ts): the right
     // one is refused until the ten-minute lock runs out.
