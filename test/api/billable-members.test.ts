@@ -300,6 +300,20 @@ describe('GET /groups/:id/billable_members/:user_id/memberships', () => {
       token: dev.token,
     });
     expect([asDev.status, asDev.body]).toEqual([400, { message: '400 Bad request' }]);
+    for (const [role, level] of [
+      ['guest', 10],
+      ['reporter', 20],
+      ['maintainer', 40],
+    ] as const) {
+      const below = await makeUserWithToken(app);
+      await addMember(app, { type: 'group', id: root.id }, below.user, level);
+      const res = await app.request(`/groups/${root.id}/billable_members/${dev.user.id}/memberships`, {
+        token: below.token,
+      });
+      expect([role, res.status, res.body]).toEqual([role, 400, { message: '400 Bad request' }]);
+    }
+    const anonymous = await app.request(`/groups/${root.id}/billable_members/${dev.user.id}/memberships`);
+    expect(anonymous.status).toBe(401);
     const onSub = await app.request(`/groups/${sub.id}/billable_members/${dev.user.id}/memberships`, { token });
     expect([onSub.status, onSub.body]).toEqual([400, { message: '400 Bad request' }]);
     const malformed = await app.request(`/groups/${root.id}/billable_members/me/memberships`, { token });
@@ -352,6 +366,21 @@ describe('DELETE /groups/:id/billable_members/:user_id', () => {
     expect((await del(root.id, owner.id, maintainer.token)).body).toEqual({
       message: '400 Bad request - User not authorized',
     });
+    for (const [role, level] of [
+      ['guest', 10],
+      ['reporter', 20],
+      ['developer', 30],
+    ] as const) {
+      const below = await makeUserWithToken(app);
+      await addMember(app, { type: 'group', id: root.id }, below.user, level);
+      const res = await del(root.id, maintainer.user.id, below.token);
+      expect([role, res.status, res.body]).toEqual([role, 400, { message: '400 Bad request - User not authorized' }]);
+    }
+    const anonymous = await app.request(`/groups/${root.id}/billable_members/${maintainer.user.id}`, {
+      method: 'DELETE',
+    });
+    expect(anonymous.status).toBe(401);
+    expect(await membershipsOf(maintainer.user)).toHaveLength(1);
     expect((await del(sub.id, maintainer.user.id)).body).toEqual({
       message: '400 Bad request - Must be a root namespace',
     });

@@ -156,10 +156,24 @@ describe('LDAP override endpoints', () => {
     const outsider = await makeUserWithToken(app);
     const url = `/groups/${group.id}/members/${ada.id}/override`;
     expectStatus(await app.request(url, { method: 'POST' }), 401, 'anonymous');
-    expectStatus(await app.request(url, { token: outsider.token, method: 'POST' }), 404, 'outsider');
-    expectStatus(await app.request(url, { token: maintainer.token, method: 'POST' }), 403, 'maintainer');
+    expectStatus(await app.request(url, { method: 'DELETE' }), 401, 'anonymous clears');
+    for (const method of ['POST', 'DELETE']) {
+      expectStatus(await app.request(url, { token: outsider.token, method }), 404, `outsider ${method}`);
+      expectStatus(await app.request(url, { token: maintainer.token, method }), 403, `maintainer ${method}`);
+      for (const [role, level] of [
+        ['guest', 10],
+        ['reporter', 20],
+        ['developer', 30],
+      ] as const) {
+        const below = await makeUserWithToken(app);
+        await addMember(app, { type: 'group', id: group.id }, below.user, level);
+        expectStatus(await app.request(url, { token: below.token, method }), 403, `${role} ${method}`);
+      }
+    }
     expectStatus(await app.request(url, { token: admin.token, method: 'POST' }), 201, 'admin');
     expectStatus(await app.request(url, { token: admin.token, method: 'DELETE' }), 200, 'admin clears');
+    expectStatus(await app.request(url, { token, method: 'POST' }), 201, 'owner');
+    expectStatus(await app.request(url, { token, method: 'DELETE' }), 200, 'owner clears');
     expectStatus(
       await app.request(`/groups/${group.id}/members/${maintainer.user.id}/override`, { token, method: 'POST' }),
       403,
