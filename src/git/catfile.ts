@@ -1,4 +1,4 @@
-import { gitEnvironment } from './command.js';
+import { GIT_TIMEOUT_MS, gitEnvironment } from './command.js';
 import { classifyGitFailure, GitError, InvalidArgumentError } from './errors.js';
 import { type Launched, launch } from './launcher.js';
 
@@ -41,6 +41,8 @@ class BatchProcess {
   private received = 0;
   dead = false;
   lastUsed = Date.now();
+  /** Armed while requests wait: git that answers nothing for GIT_TIMEOUT_MS is stopped. */
+  private watchdog: NodeJS.Timeout | undefined;
 
   constructor(
     readonly gitDir: string,
@@ -67,8 +69,19 @@ class BatchProcess {
     this.lastUsed = Date.now();
     return new Promise((resolve, reject) => {
       this.queue.push({ kind, resolve, reject });
+      if (!this.watchdog) {
+        this.watchdog = setTimeout(() => this.timeOut(), GIT_TIMEOUT_MS);
+        this.watchdog.unref();
+      }
       this.child.stdin.write(`${kind} ${rev}\n`);
     });
+  }
+
+  /** A process that stopped answering (a hung disk, a stopped process): its callers get a timeout. */
+  private timeOut(): void {
+    this.watchdog = undefined;
+    this.child.kill();
+    this.fail(new GitError('timeout', 'git cat-file did not answer in time'));
   }
 
   stop(): void {
@@ -78,16 +91,20 @@ class BatchProcess {
   private fail(error: Error): void {
     if (this.dead) return;
     this.dead = true;
+    clearTimeout(this.watchdog);
     for (const p of this.queue.splice(0)) p.reject(error);
     this.onExit(this);
   }
 
   private onData(chunk: Buffer): void {
+    this.watchdog?.refresh();
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
     for (;;) {
       const current = this.queue[0];
       if (!current) {
         this.buffer = Buffer.alloc(0);
+        clearTimeout(this.watchdog);
+        this.watchdog = undefined;
         return;
       }
       if (this.header === null) {
@@ -206,7 +223,9 @@ class CatFilePool {
       try {
         return await this.pick(gitDir).request(kind, rev);
       } catch (error) {
-        if (attempt >= 1 || !(error instanceof GitError) || error.code === 'repository_missing') throw error;
+        if (attempt >= 1 || !(error instanceof GitError) || ['repository_missing', 'timeout'].includes(error.code)) {
+          throw error;
+        }
       }
     }
   }

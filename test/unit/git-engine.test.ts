@@ -3,10 +3,10 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildSampleRepository } from '../../fixtures/sample-repo.js';
 import { objectInfo, readObject } from '../../src/git/catfile.js';
-import { gitEnvironment } from '../../src/git/command.js';
+import { GIT_TIMEOUT_MS, gitEnvironment } from '../../src/git/command.js';
 import { formatGitTime, parseCommitObject, parseTrailers } from '../../src/git/commit.js';
 import { GitError } from '../../src/git/errors.js';
 
@@ -78,6 +78,35 @@ describe('the cat-file pool', () => {
     const after = await catFilePids(gitDir);
     expect(after.length).toBeGreaterThan(0);
     expect(after.some((pid) => before.includes(pid))).toBe(false);
+  });
+
+  it('answers a timeout when the pooled process stops answering, then starts a new one', async () => {
+    const dir = path.join(scratch, 'hang.git');
+    await exec('git', ['clone', '--quiet', '--bare', gitDir, dir], { env: gitEnvironment() });
+    const head = (await git('rev-parse', 'main')).trim();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let stopped: number[] = [];
+    try {
+      expect((await objectInfo(dir, 'main'))?.oid).toBe(head);
+      stopped = await catFilePids(dir);
+      expect(stopped).toHaveLength(1);
+      for (const pid of stopped) process.kill(pid, 'SIGSTOP');
+      const outcome = objectInfo(dir, 'main').then(
+        () => 'answered',
+        (error: unknown) => error,
+      );
+      await vi.advanceTimersByTimeAsync(GIT_TIMEOUT_MS - 1000);
+      expect(await Promise.race([outcome, Promise.resolve('waiting')])).toBe('waiting');
+      await vi.advanceTimersByTimeAsync(1001);
+      const error = await outcome;
+      expect(error).toBeInstanceOf(GitError);
+      expect((error as GitError).code).toBe('timeout');
+    } finally {
+      vi.useRealTimers();
+      for (const pid of stopped) process.kill(pid, 'SIGCONT');
+    }
+    expect((await objectInfo(dir, 'main'))?.oid).toBe(head);
+    expect((await catFilePids(dir)).some((pid) => stopped.includes(pid))).toBe(false);
   });
 
   it('tells a missing repository apart from a missing object', async () => {
