@@ -103,7 +103,13 @@ describe('the cat-file pool', () => {
       expect((error as GitError).code).toBe('timeout');
     } finally {
       vi.useRealTimers();
-      for (const pid of stopped) process.kill(pid, 'SIGCONT');
+      for (const pid of stopped) {
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          // Already gone: the watchdog's kill reached it.
+        }
+      }
     }
     expect((await objectInfo(dir, 'main'))?.oid).toBe(head);
     expect((await catFilePids(dir)).some((pid) => stopped.includes(pid))).toBe(false);
