@@ -6,7 +6,15 @@ import { Worker } from '../../src/jobs/worker.js';
 import { addDays, utcDate } from '../../src/lib/clock.js';
 import { refreshBillableMembers } from '../../src/services/billable-members.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
-import { addMember, makeGroup, makePersonas, makeProject, makeUser, makeUserWithToken } from '../support/factories.js';
+import {
+  addMember,
+  makeGroup,
+  makeMembers,
+  makePersonas,
+  makeProject,
+  makeUser,
+  makeUserWithToken,
+} from '../support/factories.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -300,17 +308,11 @@ describe('GET /groups/:id/billable_members/:user_id/memberships', () => {
       token: dev.token,
     });
     expect([asDev.status, asDev.body]).toEqual([400, { message: '400 Bad request' }]);
-    for (const [role, level] of [
-      ['guest', 10],
-      ['reporter', 20],
-      ['maintainer', 40],
-    ] as const) {
-      const below = await makeUserWithToken(app);
-      await addMember(app, { type: 'group', id: root.id }, below.user, level);
+    for (const below of await makeMembers(app, { type: 'group', id: root.id }, ['guest', 'reporter', 'maintainer'])) {
       const res = await app.request(`/groups/${root.id}/billable_members/${dev.user.id}/memberships`, {
         token: below.token,
       });
-      expect([role, res.status, res.body]).toEqual([role, 400, { message: '400 Bad request' }]);
+      expect([below.name, res.status, res.body]).toEqual([below.name, 400, { message: '400 Bad request' }]);
     }
     const anonymous = await app.request(`/groups/${root.id}/billable_members/${dev.user.id}/memberships`);
     expect(anonymous.status).toBe(401);
@@ -366,15 +368,13 @@ describe('DELETE /groups/:id/billable_members/:user_id', () => {
     expect((await del(root.id, owner.id, maintainer.token)).body).toEqual({
       message: '400 Bad request - User not authorized',
     });
-    for (const [role, level] of [
-      ['guest', 10],
-      ['reporter', 20],
-      ['developer', 30],
-    ] as const) {
-      const below = await makeUserWithToken(app);
-      await addMember(app, { type: 'group', id: root.id }, below.user, level);
+    for (const below of await makeMembers(app, { type: 'group', id: root.id }, ['guest', 'reporter', 'developer'])) {
       const res = await del(root.id, maintainer.user.id, below.token);
-      expect([role, res.status, res.body]).toEqual([role, 400, { message: '400 Bad request - User not authorized' }]);
+      expect([below.name, res.status, res.body]).toEqual([
+        below.name,
+        400,
+        { message: '400 Bad request - User not authorized' },
+      ]);
     }
     const anonymous = await app.request(`/groups/${root.id}/billable_members/${maintainer.user.id}`, {
       method: 'DELETE',

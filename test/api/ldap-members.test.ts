@@ -10,7 +10,7 @@ import { createGroup } from '../../src/services/groups.js';
 import { parseDirectory, syncDirectory } from '../../src/services/ldap.js';
 import { createUser } from '../../src/services/users.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
-import { addMember, makeGroup, makeUser, makeUserWithToken } from '../support/factories.js';
+import { addMember, makeGroup, makeMembers, makeUser, makeUserWithToken } from '../support/factories.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -157,18 +157,12 @@ describe('LDAP override endpoints', () => {
     const url = `/groups/${group.id}/members/${ada.id}/override`;
     expectStatus(await app.request(url, { method: 'POST' }), 401, 'anonymous');
     expectStatus(await app.request(url, { method: 'DELETE' }), 401, 'anonymous clears');
+    const below = await makeMembers(app, { type: 'group', id: group.id }, ['guest', 'reporter', 'developer']);
     for (const method of ['POST', 'DELETE']) {
       expectStatus(await app.request(url, { token: outsider.token, method }), 404, `outsider ${method}`);
       expectStatus(await app.request(url, { token: maintainer.token, method }), 403, `maintainer ${method}`);
-      for (const [role, level] of [
-        ['guest', 10],
-        ['reporter', 20],
-        ['developer', 30],
-      ] as const) {
-        const below = await makeUserWithToken(app);
-        await addMember(app, { type: 'group', id: group.id }, below.user, level);
-        expectStatus(await app.request(url, { token: below.token, method }), 403, `${role} ${method}`);
-      }
+      for (const p of below)
+        expectStatus(await app.request(url, { token: p.token, method }), 403, `${p.name} ${method}`);
     }
     expectStatus(await app.request(url, { token: admin.token, method: 'POST' }), 201, 'admin');
     expectStatus(await app.request(url, { token: admin.token, method: 'DELETE' }), 200, 'admin clears');

@@ -137,6 +137,24 @@ export interface Persona {
   token: string | undefined;
 }
 
+type Member = Persona & { name: Role; user: User; token: string };
+
+/** One new member per role (with a token), in order; projects have no owners. */
+export async function makeMembers(
+  app: TestApp,
+  source: { type: MemberSource; id: number },
+  roles: Role[],
+): Promise<Member[]> {
+  const members: Member[] = [];
+  for (const role of roles) {
+    if (role === 'owner' && source.type === 'project') continue;
+    const member = await makeUserWithToken(app);
+    await addMember(app, source, member.user, ROLES[role]);
+    members.push({ name: role, ...member });
+  }
+  return members;
+}
+
 /**
  * One user per persona for a subject: anonymous, a signed-in non-member, one member per role
  * (on the project, or on the group for groups) and an administrator.
@@ -149,12 +167,7 @@ export async function makePersonas(
   const personas: Persona[] = [{ name: 'anonymous', user: null, token: undefined }];
   const outsider = await makeUserWithToken(app);
   personas.push({ name: 'non-member', ...outsider });
-  for (const role of roles) {
-    if (role === 'owner' && source.type === 'project') continue;
-    const member = await makeUserWithToken(app);
-    await addMember(app, source, member.user, ROLES[role]);
-    personas.push({ name: role, ...member });
-  }
+  personas.push(...(await makeMembers(app, source, roles)));
   const admin = await makeUserWithToken(app, { admin: true });
   personas.push({ name: 'admin', ...admin });
   return personas;
