@@ -3,7 +3,7 @@ import { updateProject } from '../db/queries/projects.js';
 import type { Project, User } from '../db/schema.js';
 import { readObject } from '../git/catfile.js';
 import { gitText } from '../git/command.js';
-import { commitTitle, parseCommitObject } from '../git/commit.js';
+import { type Commit, commitTitle, parseCommitObject } from '../git/commit.js';
 import type { RefUpdate } from '../git/smart-http.js';
 import type { Deps } from './deps.js';
 
@@ -23,15 +23,11 @@ function describe(update: RefUpdate): { action: PushAction; refType: 'branch' | 
 }
 
 /** Commits a branch update brought: old..new, or for a new branch those on no other branch. */
-async function newCommits(gitDir: string, update: RefUpdate): Promise<number> {
+async function newCommits(gitDir: string, update: RefUpdate, tip: Commit | null): Promise<number> {
   if (isZero(update.newId)) return 0;
+  // One commit on top of the old tip (every API commit): no need to ask rev-list.
+  if (tip?.parentIds.length === 1 && tip.parentIds[0] === update.oldId) return 1;
   try {
-    // One commit on top of the old tip (every API commit): no need to ask rev-list.
-    if (!isZero(update.oldId)) {
-      const object = await readObject(gitDir, update.newId);
-      const parents = object?.type === 'commit' ? parseCommitObject(update.newId, object.data).parentIds : [];
-      if (parents.length === 1 && parents[0] === update.oldId) return 1;
-    }
     let exclude = [`^${update.oldId}`];
     if (isZero(update.oldId)) {
       const refs = await gitText({
@@ -58,11 +54,16 @@ async function newCommits(gitDir: string, update: RefUpdate): Promise<number> {
   }
 }
 
-async function titleOf(gitDir: string, id: string): Promise<string | null> {
+/** The commit a ref now points at, or null (deleted, or not a commit: an annotated tag). */
+async function tipCommit(gitDir: string, id: string): Promise<Commit | null> {
   if (isZero(id)) return null;
   const object = await readObject(gitDir, id).catch(() => null);
-  if (object?.type !== 'commit') return null;
-  const title = commitTitle(parseCommitObject(id, object.data).message);
+  return object?.type === 'commit' ? parseCommitObject(id, object.data) : null;
+}
+
+function titleOf(tip: Commit | null): string | null {
+  if (!tip) return null;
+  const title = commitTitle(tip.message);
   return title.length > TITLE_CHARS ? `${title.slice(0, TITLE_CHARS - 1)}…` : title;
 }
 
@@ -106,16 +107,17 @@ async function recordPushEvents(
     }
     for (const item of items) {
       const { update } = item;
+      const tip = await tipCommit(gitDir, update.newId);
       await insertEvent(deps.db, {
         ...base,
         push_data: JSON.stringify({
-          commit_count: item.refType === 'branch' ? await newCommits(gitDir, update) : 0,
+          commit_count: item.refType === 'branch' ? await newCommits(gitDir, update, tip) : 0,
           action: item.action,
           ref_type: item.refType,
           commit_from: isZero(update.oldId) ? null : update.oldId,
           commit_to: isZero(update.newId) ? null : update.newId,
           ref: item.name,
-          commit_title: await titleOf(gitDir, update.newId),
+          commit_title: titleOf(tip),
           ref_count: null,
         }),
       });

@@ -31,6 +31,8 @@ export interface CommitRequest {
 }
 
 const fail = (message: string) => new ApiError(400, { message });
+/** The branch is not where the commit was built on: a concurrent writer moved it. */
+const branchMoved = (branch: string) => fail(`Could not update ${branch}. Please refresh and try again.`);
 
 /** Only maintainers push to the default branch (GitLab's default branch protection). */
 export function canPushToBranch(project: Project, policy: ProjectPolicy, branch: string): boolean {
@@ -74,7 +76,7 @@ export const createCommit = leasedWrite(async function createCommit(
 
   const branchTip = isValidBranchName(request.branch) ? await readBranchTip(gitDir, request.branch) : null;
   if (request.expectedTip !== undefined && branchTip !== request.expectedTip) {
-    throw fail(`Could not update ${request.branch}. Please refresh and try again.`);
+    throw branchMoved(request.branch);
   }
   // Asked only when it matters (a missing start branch, a branch created from another): it
   // costs a git command.
@@ -130,7 +132,7 @@ export const createCommit = leasedWrite(async function createCommit(
     });
   } catch (error) {
     if (error instanceof GitError && error.code === 'conflict') {
-      throw fail(`Could not update ${request.branch}. Please refresh and try again.`);
+      throw branchMoved(request.branch);
     }
     throw error;
   }
