@@ -92,7 +92,7 @@ export interface GitResult {
 export function runGit(cmd: GitCommand): Promise<GitResult> {
   const argv = buildArgv(cmd);
   return new Promise((resolve, reject) => {
-    const child = launch(['git', ...argv], gitEnvironment(cmd.env));
+    const child = launch(['git', ...argv], gitEnvironment(cmd.env), { input: cmd.input ?? '' });
     const out: Buffer[] = [];
     let outBytes = 0;
     let err = '';
@@ -129,10 +129,6 @@ export function runGit(cmd: GitCommand): Promise<GitResult> {
       if (code !== 0) return reject(classifyGitFailure(argv.slice(argv.indexOf(cmd.subcommand)), code, err));
       resolve({ stdout: Buffer.concat(out), stderr: err });
     });
-    child.stdin.on('error', () => {
-      // git may exit before reading all input; the exit code tells what happened.
-    });
-    child.stdin.end(cmd.input ?? '');
   });
 }
 
@@ -183,16 +179,9 @@ export interface GitStream {
  * Starts git with its stdout as a stream, for output that must not be buffered (archives, raw
  * blobs, long logs). The caller must consume stdout; `done` tells how git ended.
  */
-export function streamGit(
-  cmd: GitCommand & { stdin?: import('node:stream').Readable },
-  options: { viaSpawner?: boolean } = {},
-): GitStream {
+export function streamGit(cmd: GitCommand & { stdin?: import('node:stream').Readable }): GitStream {
   const argv = buildArgv(cmd);
-  // Streams usually carry bulk data (archives, blobs, packs): started directly, so bytes are not
-  // copied once more through the spawner. `viaSpawner` is for output of a few MiB at most,
-  // where that copy costs less than forking the server (10-50 ms of blocked event loop,
-  // measured with PGlite's memory mapped).
-  const child = launch(['git', ...argv], gitEnvironment(cmd.env), { direct: !options.viaSpawner });
+  const child = launch(['git', ...argv], gitEnvironment(cmd.env), cmd.stdin ? {} : { input: '' });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
     if (stderr.length < 65536) stderr += chunk.toString('utf8');
@@ -205,8 +194,7 @@ export function streamGit(
       }, cmd.timeoutMs)
     : undefined;
   child.stdin.on('error', () => {});
-  if (cmd.stdin) cmd.stdin.pipe(child.stdin);
-  else child.stdin.end();
+  cmd.stdin?.pipe(child.stdin);
   const done = new Promise<void>((resolve, reject) => {
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (timer) clearTimeout(timer);

@@ -1,10 +1,6 @@
 import { type ChildProcess, fork, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import fs from 'node:fs';
-import net from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
+import type net from 'node:net';
 import { Readable, Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
@@ -13,88 +9,197 @@ export interface Launched extends EventEmitter {
   stdin: Writable;
   stdout: Readable;
   stderr: Readable;
+  /** The child's process id, once known. */
+  readonly pid?: number | undefined;
   kill(): void;
 }
 
 const SPAWNER = fileURLToPath(new URL('./spawner.mjs', import.meta.url));
 
-let spawner: { process: ChildProcess; socketPath: string; ready: Promise<boolean> } | undefined;
+/** Inputs up to this size travel in the start message; larger ones are written to git's stdin pipe. */
+const INLINE_INPUT_BYTES = 64 * 1024;
 
-/** Starts the spawner process once (src/git/spawner.mjs says why it exists). */
-function startSpawner() {
-  if (spawner) return spawner;
-  const socketPath = path.join(os.tmpdir(), `depot-spawner-${process.pid}-${randomBytes(4).toString('hex')}.sock`);
-  const child = fork(SPAWNER, [socketPath], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: [] });
-  const ready = new Promise<boolean>((resolve) => {
-    child.once('message', () => resolve(true));
-    child.once('error', () => resolve(false));
-    child.once('exit', () => resolve(false));
-  });
-  child.on('exit', () => {
-    if (spawner?.process === child) spawner = undefined;
-    fs.rm(socketPath, { force: true }, () => {});
-  });
-  // Neither keeps the server alive, nor outlives it.
-  child.unref();
-  child.channel?.unref();
-  spawner = { process: child, socketPath, ready };
-  return spawner;
+interface SpawnerMessage {
+  op: 'stdio' | 'stderr' | 'exit' | 'error';
+  id: number;
+  fd?: 0 | 1;
+  pid?: number;
+  data?: string;
+  code?: number | string | null;
+  signal?: string | null;
+  message?: string;
 }
 
-function frame(type: number, payload: Buffer): Buffer {
-  const header = Buffer.alloc(5);
-  header.writeUInt8(type, 0);
-  header.writeUInt32BE(payload.length, 1);
-  return Buffer.concat([header, payload]);
+class Spawner {
+  readonly process: ChildProcess;
+  readonly ready: Promise<boolean>;
+  private readonly running = new Map<number, RemoteProcess>();
+  private nextId = 1;
+
+  constructor() {
+    this.process = fork(SPAWNER, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: [] });
+    const child = this.process;
+    this.ready = new Promise<boolean>((resolve) => {
+      child.once('message', () => resolve(true));
+      child.once('error', () => resolve(false));
+      child.once('exit', () => resolve(false));
+    });
+    this.ready.then((ok) => {
+      if (ok) child.on('message', (message: SpawnerMessage, handle?: net.Socket) => this.receive(message, handle));
+    });
+    child.on('error', () => {});
+    child.on('exit', () => {
+      if (spawner === this) spawner = undefined;
+      for (const remote of this.running.values()) remote.lost();
+      this.running.clear();
+    });
+    // Neither keeps the server alive when idle, nor outlives it.
+    child.unref();
+    child.channel?.unref();
+  }
+
+  start(remote: RemoteProcess, argv: string[], env: NodeJS.ProcessEnv, input: Buffer | undefined): void {
+    void this.ready.then((ok) => {
+      if (!ok || !this.process.connected) return remote.lost();
+      const id = this.nextId++;
+      remote.id = id;
+      if (this.running.size === 0) this.process.channel?.ref();
+      this.running.set(id, remote);
+      this.process.send({ op: 'start', id, argv, env, input: input?.toString('base64') });
+    });
+  }
+
+  kill(id: number): void {
+    if (this.running.has(id) && this.process.connected) this.process.send({ op: 'kill', id });
+  }
+
+  private receive(message: SpawnerMessage, handle: net.Socket | undefined): void {
+    const remote = this.running.get(message.id);
+    if (!remote) {
+      handle?.destroy();
+      return;
+    }
+    if (message.op === 'stdio' && handle) remote.attach(message.fd ?? 1, handle, message.pid);
+    else if (message.op === 'stderr') remote.stderr.push(Buffer.from(message.data ?? '', 'base64'));
+    else if (message.op === 'exit' || message.op === 'error') {
+      this.running.delete(message.id);
+      if (this.running.size === 0) this.process.channel?.unref();
+      if (message.op === 'exit') remote.exited(message.code as number | null, message.signal ?? null);
+      else remote.failed(String(message.code), message.message ?? 'spawn failed');
+    }
+  }
 }
 
+let spawner: Spawner | undefined;
+
+/**
+ * A child started by the spawner. Its stdin and stdout are the child's own pipes, received over
+ * the IPC channel; until they arrive, writes wait and reads are empty. `close` follows both the
+ * child's exit and the end of its stdout, as with a local child.
+ */
 class RemoteProcess extends EventEmitter implements Launched {
   readonly stdout: Readable;
   readonly stderr = new Readable({ read() {} });
   readonly stdin: Writable;
-  private socket: net.Socket | undefined;
-  private readonly connected: Promise<net.Socket | null>;
+  pid: number | undefined;
+  id: number | undefined;
+  private out: net.Socket | undefined;
+  private readonly input: Promise<net.Socket | null>;
+  private giveInput!: (socket: net.Socket | null) => void;
+  private exit: [number | null, string | null] | undefined;
+  private outEnded = false;
   private finished = false;
+  private killed = false;
 
-  constructor(argv: string[], env: NodeJS.ProcessEnv, socketPath: Promise<string | null>) {
+  constructor(
+    private readonly owner: Spawner,
+    argv: string[],
+    env: NodeJS.ProcessEnv,
+    input: Buffer | undefined,
+  ) {
     super();
-    this.stdout = new Readable({ read: () => this.socket?.resume() });
-    this.connected = socketPath.then(
-      (p) =>
-        new Promise<net.Socket | null>((resolve) => {
-          if (!p) return resolve(null);
-          const socket = net.connect(p, () => resolve(socket));
-          socket.once('error', () => resolve(null));
-        }),
-    );
+    this.stdout = new Readable({
+      read: () => this.out?.resume(),
+      destroy: (error, callback) => {
+        // The reader stopped early (client went away): close the pipe, so the child stops too.
+        this.out?.destroy();
+        callback(error);
+      },
+    });
+    this.input = new Promise((resolve) => {
+      this.giveInput = resolve;
+    });
     this.stdin = new Writable({
       write: (chunk: Buffer, _encoding, callback) => {
-        void this.connected.then((s) =>
-          s?.write(frame(2, chunk)) === false ? s.once('drain', () => callback()) : callback(),
-        );
+        void this.input.then((s) => {
+          if (!s || s.destroyed) return callback();
+          if (s.write(chunk)) callback();
+          else s.once('drain', () => callback());
+        });
       },
       final: (callback) => {
-        void this.connected.then((s) => {
-          s?.write(frame(3, Buffer.alloc(0)));
+        void this.input.then((s) => {
+          s?.end();
           callback();
         });
       },
     });
-    void this.connected.then((socket) => {
-      if (!socket)
-        return this.end(() =>
-          this.emit('error', Object.assign(new Error('spawner unavailable'), { code: 'ESPAWNER' })),
-        );
-      this.socket = socket;
-      this.attach(socket);
-      socket.write(frame(1, Buffer.from(JSON.stringify({ argv, env }))));
-    });
+    if (input !== undefined) this.giveInput(null);
+    owner.start(this, argv, env, input);
   }
 
   kill(): void {
-    void this.connected.then((s) => {
-      if (s && !s.destroyed) s.write(frame(4, Buffer.alloc(0)));
+    this.killed = true;
+    if (this.id !== undefined && !this.exit) this.owner.kill(this.id);
+  }
+
+  attach(fd: 0 | 1, socket: net.Socket, pid: number | undefined): void {
+    this.pid ??= pid;
+    socket.on('error', () => {});
+    if (fd === 0) {
+      this.giveInput(socket);
+      // A child that exits without reading its input ends the pipe: nothing more to write.
+      socket.resume();
+      return;
+    }
+    this.out = socket;
+    if (this.stdout.destroyed) socket.destroy();
+    socket.on('data', (chunk: Buffer) => {
+      if (!this.stdout.push(chunk)) socket.pause();
     });
+    socket.on('close', () => {
+      this.outEnded = true;
+      this.settle();
+    });
+    if (this.killed) this.kill();
+  }
+
+  exited(code: number | null, signal: string | null): void {
+    this.exit = [code, signal];
+    this.giveInput(null);
+    this.settle();
+  }
+
+  failed(code: string, message: string): void {
+    this.out?.destroy();
+    this.giveInput(null);
+    this.end(() => this.emit('error', Object.assign(new Error(message), { code })));
+  }
+
+  /** The spawner went away: the child is gone with it. */
+  lost(): void {
+    this.out?.destroy();
+    this.giveInput(null);
+    if (this.id === undefined)
+      this.end(() => this.emit('error', Object.assign(new Error('spawner unavailable'), { code: 'ESPAWNER' })));
+    else this.end(() => this.emit('close', null, 'SIGKILL'));
+  }
+
+  private settle(): void {
+    if (this.exit && (this.outEnded || !this.out)) {
+      const [code, signal] = this.exit;
+      this.end(() => this.emit('close', code, signal));
+    }
   }
 
   private end(after: () => void): void {
@@ -104,39 +209,9 @@ class RemoteProcess extends EventEmitter implements Launched {
     this.stderr.push(null);
     after();
   }
-
-  private attach(socket: net.Socket): void {
-    let buffer: Buffer = Buffer.alloc(0);
-    socket.on('data', (chunk: Buffer) => {
-      buffer = buffer.length === 0 ? chunk : Buffer.concat([buffer, chunk]);
-      while (buffer.length >= 5) {
-        const length = buffer.readUInt32BE(1);
-        if (buffer.length < 5 + length) break;
-        const type = buffer.readUInt8(0);
-        const payload = buffer.subarray(5, 5 + length);
-        buffer = buffer.subarray(5 + length);
-        if (type === 5) {
-          if (!this.stdout.push(payload)) socket.pause();
-        } else if (type === 6) {
-          this.stderr.push(payload);
-        } else if (type === 7) {
-          const { code, signal } = JSON.parse(payload.toString('utf8')) as {
-            code: number | null;
-            signal: string | null;
-          };
-          this.end(() => this.emit('close', code, signal));
-        } else if (type === 8) {
-          const { code, message } = JSON.parse(payload.toString('utf8')) as { code: string; message: string };
-          this.end(() => this.emit('error', Object.assign(new Error(message), { code })));
-        }
-      }
-    });
-    socket.on('close', () => this.end(() => this.emit('close', null, 'SIGKILL')));
-    socket.on('error', () => {});
-  }
 }
 
-/** Runs `argv[0]` as a local child (when the spawner cannot be used). */
+/** Runs `argv[0]` as a local child (when the spawner is off). */
 function launchLocal(argv: string[], env: NodeJS.ProcessEnv): Launched {
   const child = spawn(argv[0] as string, argv.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });
   const kill = child.kill.bind(child);
@@ -147,22 +222,29 @@ function launchLocal(argv: string[], env: NodeJS.ProcessEnv): Launched {
   return launched;
 }
 
-/** DEPOT_SPAWNER=off starts processes directly (debugging; slower with PGlite). */
+/** DEPOT_SPAWNER=off starts processes from the server itself (debugging; blocks it with PGlite). */
 const useSpawner = process.env.DEPOT_SPAWNER !== 'off';
 
 /**
- * Starts a process through the spawner (off the server's event loop, see spawner.mjs), or
- * directly when asked (`direct`: bulk streams, where one more copy of every byte through the
- * spawner costs more than the fork) or when the spawner is off.
+ * Starts a process through the spawner (off the server's event loop, see spawner.mjs). With
+ * `input`, that is the whole of the child's stdin; without it, the caller writes and ends `stdin`.
  */
-export function launch(argv: string[], env: NodeJS.ProcessEnv, options: { direct?: boolean } = {}): Launched {
-  if (!useSpawner || options.direct) return launchLocal(argv, env);
-  const s = startSpawner();
-  return new RemoteProcess(
-    argv,
-    env,
-    s.ready.then((ok) => (ok ? s.socketPath : null)),
-  );
+export function launch(argv: string[], env: NodeJS.ProcessEnv, options: { input?: string | Buffer } = {}): Launched {
+  if (!useSpawner) return withInput(launchLocal(argv, env), options.input);
+  spawner ??= new Spawner();
+  const input = options.input === undefined ? undefined : Buffer.from(options.input);
+  if (input !== undefined && input.length > INLINE_INPUT_BYTES)
+    return withInput(new RemoteProcess(spawner, argv, env, undefined), input);
+  return new RemoteProcess(spawner, argv, env, input);
+}
+
+/** Writes `input` (when given) to a child's stdin and closes it. */
+function withInput(child: Launched, input: string | Buffer | undefined): Launched {
+  if (input !== undefined) {
+    child.stdin.on('error', () => {});
+    child.stdin.end(input);
+  }
+  return child;
 }
 
 /** Stops the spawner (tests, shutdown). */

@@ -103,8 +103,7 @@ export async function listCommits(gitDir: string, options: LogOptions): Promise<
 
 /** Streams commits in batches (for ranges too big to hold as one string). */
 export async function* streamCommits(gitDir: string, options: LogOptions): AsyncGenerator<Commit> {
-  // Records of commits, not bulk data: cheaper through the spawner than a fork of the server.
-  const stream = streamGit(logCommand(gitDir, options), { viaSpawner: true });
+  const stream = streamGit(logCommand(gitDir, options));
   let pending = '';
   const decoder = new TextDecoder('utf-8');
   try {

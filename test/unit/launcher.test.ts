@@ -1,0 +1,85 @@
+import { once } from 'node:events';
+import fs from 'node:fs/promises';
+import type { Readable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { gitEnvironment } from '../../src/git/command.js';
+import { type Launched, launch } from '../../src/git/launcher.js';
+
+const env = gitEnvironment();
+
+async function collect(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/** Waits for `close` and answers [code, signal]. */
+async function closed(child: Launched): Promise<[number | null, string | null]> {
+  const [code, signal] = await once(child, 'close');
+  return [code as number | null, signal as string | null];
+}
+
+const parentOf = async (pid: number) =>
+  Number((await fs.readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]?.split(' ')[1]);
+
+describe('the process launcher', () => {
+  it('starts children from the spawner, never from the server process', async () => {
+    const child = launch(['sh', '-c', 'echo started; exec sleep 30'], env, { input: '' });
+    await once(child.stdout, 'data');
+    expect(child.pid).toBeGreaterThan(0);
+    const parent = await parentOf(child.pid as number);
+    expect(parent).not.toBe(process.pid);
+    // The parent is the spawner, itself a child of this process.
+    expect(await parentOf(parent)).toBe(process.pid);
+    child.kill();
+    expect(await closed(child)).toEqual([null, 'SIGKILL']);
+  });
+
+  it('delivers every byte of many children running at once', async () => {
+    const expected = Buffer.from(`${Array.from({ length: 100_000 }, (_, i) => i + 1).join('\n')}\n`);
+    const runs = Array.from({ length: 24 }, () => {
+      const child = launch(['seq', '1', '100000'], env, { input: '' });
+      return Promise.all([collect(child.stdout), closed(child)]);
+    });
+    for (const [out, exit] of await Promise.all(runs)) {
+      expect(exit).toEqual([0, null]);
+      expect(out.equals(expected)).toBe(true);
+    }
+  });
+
+  it('passes input inline or through the pipe, whatever its size', async () => {
+    for (const size of [1, 65_536, 65_537, 3_000_000]) {
+      const input = Buffer.alloc(size, 'x');
+      input.write('head', 0);
+      const child = launch(['cat'], env, { input });
+      const [out, exit] = await Promise.all([collect(child.stdout), closed(child)]);
+      expect(exit).toEqual([0, null]);
+      expect(out.equals(input)).toBe(true);
+    }
+    const piped = launch(['wc', '-c'], env);
+    piped.stdin.end(Buffer.alloc(5_000_000));
+    expect((await collect(piped.stdout)).toString().trim()).toBe('5000000');
+  });
+
+  it('reports stderr and the exit code', async () => {
+    const child = launch(['sh', '-c', 'echo oops >&2; exit 3'], env, { input: '' });
+    const [err, exit] = await Promise.all([collect(child.stderr), closed(child), collect(child.stdout)]);
+    expect(err.toString()).toBe('oops\n');
+    expect(exit).toEqual([3, null]);
+  });
+
+  it('stops a child whose reader went away', async () => {
+    const child = launch(['yes'], env, { input: '' });
+    await once(child.stdout, 'data');
+    child.stdout.destroy();
+    // `yes` never ends on its own: it stops only because its pipe closed (EPIPE).
+    const [code, signal] = await closed(child);
+    expect(code !== 0 || signal !== null).toBe(true);
+  });
+
+  it('answers a start failure as an error event with its code', async () => {
+    const child = launch(['/nonexistent/depot-no-such-binary'], env, { input: '' });
+    const [error] = await once(child, 'error');
+    expect((error as NodeJS.ErrnoException).code).toBe('ENOENT');
+  });
+});
