@@ -46,7 +46,14 @@ export async function openRuntime(config: Config, options: { logger?: pino.Logge
   const storages = new Storages(config.repositoryStorages);
   storages.ensureRoots();
   await migrateToLatest(database.db);
-  const deps: Deps = { config, db: database.db, clock: systemClock, logger, storages };
+  const deps: Deps = {
+    config,
+    db: database.db,
+    clock: systemClock,
+    logger,
+    storages,
+    projectCache: database.projectCache,
+  };
   // The lock file makes this process the embedded database's only user: a write lease left in
   // it belongs to a process that crashed, and so do the ref locks its writes left.
   if (database.kind === 'pglite') {

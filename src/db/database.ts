@@ -5,6 +5,7 @@ import { Kysely, type MigrationResult, Migrator, PostgresDialect } from 'kysely'
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import { migrations } from './migrations/index.js';
+import { ProjectCache } from './project-cache.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
@@ -14,6 +15,8 @@ export interface Database {
   kind: 'pglite' | 'postgres';
   /** The embedded instance (PGlite only), for snapshots. */
   pglite?: PGlite;
+  /** Project rows kept in process (PGlite only: its queries run on the event loop). */
+  projectCache?: ProjectCache;
   close(): Promise<void>;
 }
 
@@ -48,10 +51,13 @@ export async function openPglite(dataDir: string | undefined, options: { loadDat
     parsers: PGLITE_PARSERS,
   });
   const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
+  const projectCache = new ProjectCache();
+  await pglite.listen('depot_row_change', () => projectCache.invalidate());
   return {
     db,
     kind: 'pglite',
     pglite,
+    projectCache,
     close: async () => {
       await db.destroy();
       if (!pglite.closed) await pglite.close();

@@ -143,17 +143,20 @@ export async function findProject(deps: Deps, id: string): Promise<Project | und
   return findProjectByFullPath(deps.db, id);
 }
 
-/** Like findProject, with the project's namespace, in one query. */
+/** Like findProject, with the project's namespace, in one query (or none: `deps.projectCache`). */
 export async function findProjectAndNamespace(
   deps: Deps,
   id: string,
 ): Promise<{ project: Project; namespace: Namespace } | undefined> {
+  let key: { id: number } | { fullPath: string };
   if (/^-?\d+$/.test(id)) {
     const dbId = toDbId(id);
-    return dbId === null ? undefined : findProjectWithNamespace(deps.db, { id: dbId });
-  }
-  if (!id.includes('/')) return undefined;
-  return findProjectWithNamespace(deps.db, { fullPath: id });
+    if (dbId === null) return undefined;
+    key = { id: dbId };
+  } else if (id.includes('/')) key = { fullPath: id };
+  else return undefined;
+  const load = () => findProjectWithNamespace(deps.db, key);
+  return deps.projectCache ? deps.projectCache.lookup(key, load) : load();
 }
 
 /** Longest name or path GitLab accepts. */

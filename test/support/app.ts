@@ -105,6 +105,7 @@ export async function startTestApp(options: { storages?: string[]; clock?: Clock
     clock,
     logger: pino({ level: config.logLevel }),
     storages,
+    projectCache: database.projectCache,
   };
   const app = createApp(deps, { metrics: new Metrics(false) });
   server.on('request', app.callback());
