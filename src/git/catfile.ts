@@ -233,21 +233,106 @@ class CatFilePool {
 
 const pool = new CatFilePool();
 
+/**
+ * A revision that names the same object for ever: a full object id, alone, peeled
+ * (`<id>^{commit}`, `<id>^{tree}`) or with a path (`<id>:<path>`). What git answers for it can be
+ * kept; names of refs (`main`, `v1.0:README.md`) move and are always asked.
+ */
+const IMMUTABLE_REV = /^(?:[0-9a-f]{40}|[0-9a-f]{64})(?:\^\{(?:commit|tree)\}|:.*)?$/s;
+/** Objects up to this size are kept whole, up to CACHE_BYTES together. */
+const CACHE_OBJECT_BYTES = 64 * 1024;
+const CACHE_BYTES = 32 * 1024 * 1024;
+const CACHE_INFOS = 50_000;
+
+/**
+ * What the batch processes answered about immutable revisions, per repository: the object a
+ * revision names, and the contents of small objects by id. Objects never change, so a warm small
+ * read (a tree or blob at a commit id, a blob by id) costs no round trip to git. Only objects
+ * found are kept (a missing one may be pushed later), and per repository, since another
+ * repository may not have them. Least recently used entries go first.
+ */
+class ObjectCache {
+  private readonly infos = new Map<string, ObjectInfo>();
+  private readonly objects = new Map<string, ObjectData>();
+  private bytes = 0;
+
+  info(gitDir: string, rev: string): ObjectInfo | undefined {
+    return touch(this.infos, `${gitDir}\0${rev}`);
+  }
+
+  keepInfo(gitDir: string, rev: string, info: ObjectInfo): void {
+    if (!IMMUTABLE_REV.test(rev)) return;
+    this.infos.set(`${gitDir}\0${rev}`, info);
+    while (this.infos.size > CACHE_INFOS) this.infos.delete(this.infos.keys().next().value as string);
+  }
+
+  contents(gitDir: string, oid: string): ObjectData | undefined {
+    return touch(this.objects, `${gitDir}\0${oid}`);
+  }
+
+  keepContents(gitDir: string, object: ObjectData): void {
+    if (object.size > CACHE_OBJECT_BYTES) return;
+    const key = `${gitDir}\0${object.oid}`;
+    if (this.objects.has(key)) return;
+    this.objects.set(key, object);
+    this.bytes += object.size;
+    while (this.bytes > CACHE_BYTES) {
+      const [oldest, entry] = this.objects.entries().next().value as [string, ObjectData];
+      this.objects.delete(oldest);
+      this.bytes -= entry.size;
+    }
+  }
+
+  evict(gitDir: string): void {
+    const prefix = `${gitDir}\0`;
+    for (const key of this.infos.keys()) if (key.startsWith(prefix)) this.infos.delete(key);
+    for (const [key, entry] of this.objects) {
+      if (!key.startsWith(prefix)) continue;
+      this.objects.delete(key);
+      this.bytes -= entry.size;
+    }
+  }
+}
+
+/** Looks a key up and marks it most recently used. */
+function touch<T>(map: Map<string, T>, key: string): T | undefined {
+  const value = map.get(key);
+  if (value !== undefined) {
+    map.delete(key);
+    map.set(key, value);
+  }
+  return value;
+}
+
+const cache = new ObjectCache();
+
 /** Type, size and id of an object named by any revision expression; null when missing. */
-export function objectInfo(gitDir: string, rev: string): Promise<ObjectInfo | null> {
-  return pool.request(gitDir, 'info', rev) as Promise<ObjectInfo | null>;
+export async function objectInfo(gitDir: string, rev: string): Promise<ObjectInfo | null> {
+  const cached = cache.info(gitDir, rev);
+  if (cached) return cached;
+  const info = (await pool.request(gitDir, 'info', rev)) as ObjectInfo | null;
+  if (info) cache.keepInfo(gitDir, rev, info);
+  return info;
 }
 
 /**
  * Reads a whole object (at most MAX_BATCH_OBJECT_BYTES; bigger ones must be streamed), or null
- * when missing.
+ * when missing. The returned data is shared: read it, never change it.
  */
 export async function readObject(gitDir: string, rev: string): Promise<ObjectData | null> {
   const info = await objectInfo(gitDir, rev);
   if (!info) return null;
   if (info.size > MAX_BATCH_OBJECT_BYTES) throw new GitError('failed', 'object too large to read whole');
-  return (await pool.request(gitDir, 'contents', info.oid)) as ObjectData | null;
+  const cached = cache.contents(gitDir, info.oid);
+  if (cached) return cached;
+  const object = (await pool.request(gitDir, 'contents', info.oid)) as ObjectData | null;
+  if (object) cache.keepContents(gitDir, object);
+  return object;
 }
 
-export const evictRepository = (gitDir: string) => pool.evict(gitDir);
+/** Stops a repository's batch processes and forgets its objects (it is moving or going away). */
+export const evictRepository = (gitDir: string) => {
+  pool.evict(gitDir);
+  cache.evict(gitDir);
+};
 export const closeCatFilePool = () => pool.close();

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildSampleRepository } from '../../fixtures/sample-repo.js';
-import { objectInfo, readObject } from '../../src/git/catfile.js';
+import { evictRepository, objectInfo, readObject } from '../../src/git/catfile.js';
 import { GIT_TIMEOUT_MS, gitEnvironment } from '../../src/git/command.js';
 import { formatGitTime, parseCommitObject, parseTrailers } from '../../src/git/commit.js';
 import { GitError } from '../../src/git/errors.js';
@@ -113,6 +113,58 @@ describe('the cat-file pool', () => {
     }
     expect((await objectInfo(dir, 'main'))?.oid).toBe(head);
     expect((await catFilePids(dir)).some((pid) => stopped.includes(pid))).toBe(false);
+  });
+
+  it('answers immutable revisions from memory once read, and asks git for refs every time', async () => {
+    const dir = path.join(scratch, 'cached.git');
+    await exec('git', ['clone', '--quiet', '--bare', gitDir, dir], { env: gitEnvironment() });
+    const inDir = (...args: string[]) => exec('git', [`--git-dir=${dir}`, ...args], { env: gitEnvironment() });
+    const head = (await git('rev-parse', 'main')).trim();
+    const readme = `${head}:README.md`;
+    const warm = await readObject(dir, readme);
+    expect(warm?.type).toBe('blob');
+    expect((await readObject(dir, `${head}^{tree}`))?.type).toBe('tree');
+    const pids = await catFilePids(dir);
+    expect(pids.length).toBeGreaterThan(0);
+    for (const pid of pids) process.kill(pid, 'SIGSTOP');
+    try {
+      // git is stopped: only a kept answer can come back.
+      const again = await Promise.race([
+        readObject(dir, readme),
+        new Promise((resolve) => setTimeout(() => resolve('git was asked'), 2000)),
+      ]);
+      expect(again).toEqual(warm);
+      expect((await objectInfo(dir, `${head}^{tree}`))?.type).toBe('tree');
+    } finally {
+      for (const pid of pids) process.kill(pid, 'SIGCONT');
+    }
+    // A branch moves: its name is resolved anew.
+    const parent = (await git('rev-parse', 'main~1')).trim();
+    expect((await objectInfo(dir, 'main'))?.oid).toBe(head);
+    await inDir('update-ref', 'refs/heads/main', parent);
+    expect((await objectInfo(dir, 'main'))?.oid).toBe(parent);
+  });
+
+  it('keeps no answer for a missing object, nor one from another repository', async () => {
+    const dir = path.join(scratch, 'other.git');
+    await exec('git', ['init', '--quiet', '--bare', dir], { env: gitEnvironment() });
+    const head = (await git('rev-parse', 'main')).trim();
+    expect((await readObject(gitDir, head))?.type).toBe('commit');
+    expect(await objectInfo(dir, head)).toBeNull();
+    expect(await readObject(dir, `${head}:README.md`)).toBeNull();
+    // Asked for before it exists, then it arrives (a push): it is found.
+    const hashObject = async (write: boolean) =>
+      (
+        await exec('sh', ['-c', `printf late | git --git-dir=${dir} hash-object ${write ? '-w' : ''} --stdin`], {
+          env: gitEnvironment(),
+        })
+      ).stdout.trim();
+    const late = await hashObject(false);
+    expect(await readObject(dir, late)).toBeNull();
+    expect(await hashObject(true)).toBe(late);
+    expect((await readObject(dir, late))?.data.toString()).toBe('late');
+    evictRepository(dir);
+    expect((await readObject(dir, late))?.data.toString()).toBe('late');
   });
 
   it('tells a missing repository apart from a missing object', async () => {
