@@ -89,12 +89,12 @@ describe('the project cache', () => {
 
   it('hands out rows nobody can change', async () => {
     const cache = new ProjectCache();
-    const found = await cache.lookup({ id: 8 }, async () => row(8, 'public'));
+    const found = (await cache.lookup({ id: 8 }, async () => row(8, 'public'))) as ProjectWithNamespace;
     expect(() => {
-      (found?.project as { visibility: string }).visibility = 'private';
+      (found.project as { visibility: string }).visibility = 'private';
     }).toThrow(TypeError);
     expect(() => {
-      (found?.namespace.traversal_ids as number[]).push(2);
+      (found.namespace.traversal_ids as number[]).push(2);
     }).toThrow(TypeError);
   });
 });
