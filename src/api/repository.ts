@@ -1,5 +1,6 @@
+import type { Readable } from 'node:stream';
 import { z } from 'zod';
-import { blobInfo, readBlobContent, streamBlob } from '../git/blob.js';
+import { blobInfo, INLINE_BLOB_BYTES, readBlobContent, streamBlob } from '../git/blob.js';
 import { readObject } from '../git/catfile.js';
 import { resolveCommitId } from '../git/refs.js';
 import { normaliseTreePath, readTree, type TreeEntry } from '../git/tree.js';
@@ -152,9 +153,9 @@ export function registerRepositoryRoutes(api: ApiRouter): void {
 }
 
 /**
- * Streams a blob with GitLab's raw headers: no caching, a type sniffed from the first bytes as
+ * Sends a blob with GitLab's raw headers: no caching, a type sniffed from the first bytes as
  * Workhorse does (text as text/plain; charset=utf-8), inline for text, images and PDF,
- * attachment for everything else (and SVG).
+ * attachment for everything else (and SVG). Small blobs go out as one buffer, others stream.
  */
 export async function sendBlob(
   ctx: AppContext,
@@ -162,10 +163,30 @@ export async function sendBlob(
   info: { oid: string; size: number; type: string },
   disposition: string,
 ): Promise<void> {
-  const blob = await streamBlob(gitDir, { oid: info.oid, size: info.size, type: 'blob' });
-  // The first chunk decides the type; it is put back in front of the rest.
-  const reader = blob.stream;
-  const first: Buffer = await new Promise((resolve, reject) => {
+  const object = { oid: info.oid, size: info.size, type: 'blob' as const };
+  let first: Buffer;
+  if (info.size <= INLINE_BLOB_BYTES) {
+    first = await readBlobContent(gitDir, object);
+    ctx.body = first;
+  } else {
+    const blob = streamBlob(gitDir, object);
+    // The first chunk decides the type; it is put back in front of the rest.
+    first = await firstChunk(blob.stream);
+    if (first.length > 0) blob.stream.unshift(first);
+    ctx.res.on('close', () => blob.kill());
+    ctx.body = blob.stream;
+  }
+  const sniffed = sniffContent(first.subarray(0, 512));
+  ctx.set('Cache-Control', 'max-age=0, private, must-revalidate, no-store, no-cache');
+  ctx.set('Expires', 'Fri, 01 Jan 1990 00:00:00 GMT');
+  ctx.set('Content-Disposition', sniffed.inline ? disposition : disposition.replace(/^inline/, 'attachment'));
+  ctx.type = sniffed.type;
+  ctx.length = info.size;
+}
+
+/** The first chunk a stream gives (empty when it ends at once), left for the caller to put back. */
+function firstChunk(reader: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
     const onReadable = () => {
       const chunk = reader.read() as Buffer | null;
       if (chunk === null) return;
@@ -190,13 +211,4 @@ export async function sendBlob(
     reader.on('error', onError);
     onReadable();
   });
-  if (first.length > 0) reader.unshift(first);
-  const sniffed = sniffContent(first.subarray(0, 512));
-  ctx.set('Cache-Control', 'max-age=0, private, must-revalidate, no-store, no-cache');
-  ctx.set('Expires', 'Fri, 01 Jan 1990 00:00:00 GMT');
-  ctx.set('Content-Disposition', sniffed.inline ? disposition : disposition.replace(/^inline/, 'attachment'));
-  ctx.type = sniffed.type;
-  ctx.length = info.size;
-  ctx.res.on('close', () => blob.kill());
-  ctx.body = reader;
 }

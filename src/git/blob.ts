@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { MAX_BATCH_OBJECT_BYTES, type ObjectInfo, objectInfo, readObject } from './catfile.js';
 import { streamGit } from './command.js';
 
@@ -26,14 +26,10 @@ export async function blobInfo(gitDir: string, rev: string): Promise<ObjectInfo 
 export const STREAM_CONFIG = { 'core.bigFileThreshold': `${INLINE_BLOB_BYTES}` };
 
 /**
- * The content of a blob as a stream with back-pressure: small blobs from the pooled batch
- * process, large ones from a dedicated `git cat-file blob` so memory does not grow with size.
+ * The content of a blob as a stream with back-pressure, from a dedicated `git cat-file blob`, so
+ * memory does not grow with size (small blobs are read whole: readBlobContent).
  */
-export async function streamBlob(gitDir: string, info: ObjectInfo): Promise<BlobStream> {
-  if (info.size <= INLINE_BLOB_BYTES && info.size <= MAX_BATCH_OBJECT_BYTES) {
-    const object = await readObject(gitDir, info.oid);
-    return { info, stream: Readable.from([object?.data ?? Buffer.alloc(0)]), kill: () => {} };
-  }
+export function streamBlob(gitDir: string, info: ObjectInfo): BlobStream {
   const git = streamGit({ gitDir, subcommand: 'cat-file', config: STREAM_CONFIG, args: ['blob', info.oid] });
   git.done.catch((error: Error) => git.stdout.destroy(error));
   return { info, stream: git.stdout, kill: git.kill };
@@ -64,7 +60,7 @@ export async function readBlobContent(gitDir: string, info: ObjectInfo): Promise
     const object = await readObject(gitDir, info.oid);
     return object?.data ?? Buffer.alloc(0);
   }
-  const blob = await streamBlob(gitDir, info);
+  const blob = streamBlob(gitDir, info);
   const chunks: Buffer[] = [];
   for await (const chunk of blob.stream) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
@@ -77,7 +73,7 @@ export async function blobSha256(gitDir: string, info: ObjectInfo): Promise<stri
     const object = await readObject(gitDir, info.oid);
     return hash.update(object?.data ?? Buffer.alloc(0)).digest('hex');
   }
-  const blob = await streamBlob(gitDir, info);
+  const blob = streamBlob(gitDir, info);
   for await (const chunk of blob.stream) hash.update(chunk as Buffer);
   return hash.digest('hex');
 }

@@ -249,59 +249,69 @@ const CACHE_INFOS = 50_000;
  * revision names, and the contents of small objects by id. Objects never change, so a warm small
  * read (a tree or blob at a commit id, a blob by id) costs no round trip to git. Only objects
  * found are kept (a missing one may be pushed later), and per repository, since another
- * repository may not have them. Least recently used entries go first.
+ * repository may not have them. Bounded by count and bytes, coarsely (a miss costs a round trip).
  */
 class ObjectCache {
-  private readonly infos = new Map<string, ObjectInfo>();
-  private readonly objects = new Map<string, ObjectData>();
+  /** Per repository: revision → info, and object id → contents. */
+  private readonly repos = new Map<string, { infos: Map<string, ObjectInfo>; objects: Map<string, ObjectData> }>();
+  private infoCount = 0;
   private bytes = 0;
 
+  private repo(gitDir: string) {
+    let repo = this.repos.get(gitDir);
+    if (!repo) {
+      repo = { infos: new Map(), objects: new Map() };
+      this.repos.set(gitDir, repo);
+    }
+    return repo;
+  }
+
   info(gitDir: string, rev: string): ObjectInfo | undefined {
-    return touch(this.infos, `${gitDir}\0${rev}`);
+    return this.repos.get(gitDir)?.infos.get(rev);
   }
 
   keepInfo(gitDir: string, rev: string, info: ObjectInfo): void {
     if (!IMMUTABLE_REV.test(rev)) return;
-    this.infos.set(`${gitDir}\0${rev}`, info);
-    while (this.infos.size > CACHE_INFOS) this.infos.delete(this.infos.keys().next().value as string);
+    const { infos } = this.repo(gitDir);
+    if (infos.has(rev)) return;
+    infos.set(rev, info);
+    this.infoCount += 1;
+    // Too many: forget every answer about revisions (each costs one round trip to ask again).
+    if (this.infoCount > CACHE_INFOS) {
+      for (const repo of this.repos.values()) repo.infos.clear();
+      this.infoCount = 0;
+    }
   }
 
   contents(gitDir: string, oid: string): ObjectData | undefined {
-    return touch(this.objects, `${gitDir}\0${oid}`);
+    return this.repos.get(gitDir)?.objects.get(oid);
   }
 
   keepContents(gitDir: string, object: ObjectData): void {
     if (object.size > CACHE_OBJECT_BYTES) return;
-    const key = `${gitDir}\0${object.oid}`;
-    if (this.objects.has(key)) return;
-    this.objects.set(key, object);
+    const { objects } = this.repo(gitDir);
+    if (objects.has(object.oid)) return;
+    objects.set(object.oid, object);
     this.bytes += object.size;
+    // Too big: other repositories lose their objects first, then this one its oldest.
+    for (const dir of this.repos.keys()) {
+      if (this.bytes <= CACHE_BYTES) break;
+      if (dir !== gitDir) this.evict(dir);
+    }
     while (this.bytes > CACHE_BYTES) {
-      const [oldest, entry] = this.objects.entries().next().value as [string, ObjectData];
-      this.objects.delete(oldest);
+      const [oldest, entry] = objects.entries().next().value as [string, ObjectData];
+      objects.delete(oldest);
       this.bytes -= entry.size;
     }
   }
 
   evict(gitDir: string): void {
-    const prefix = `${gitDir}\0`;
-    for (const key of this.infos.keys()) if (key.startsWith(prefix)) this.infos.delete(key);
-    for (const [key, entry] of this.objects) {
-      if (!key.startsWith(prefix)) continue;
-      this.objects.delete(key);
-      this.bytes -= entry.size;
-    }
+    const repo = this.repos.get(gitDir);
+    if (!repo) return;
+    this.infoCount -= repo.infos.size;
+    for (const entry of repo.objects.values()) this.bytes -= entry.size;
+    this.repos.delete(gitDir);
   }
-}
-
-/** Looks a key up and marks it most recently used. */
-function touch<T>(map: Map<string, T>, key: string): T | undefined {
-  const value = map.get(key);
-  if (value !== undefined) {
-    map.delete(key);
-    map.set(key, value);
-  }
-  return value;
 }
 
 const cache = new ObjectCache();

@@ -8,6 +8,9 @@ import { isValidStorageName } from '../git/validate.js';
  * disk"): `<root>/@hashed/<h[0:2]>/<h[2:4]>/<h>.git` with h = SHA-256 of the project id.
  */
 export class Storages {
+  /** Repository paths already built (one SHA-256 and a join each; every repository request asks). */
+  private readonly paths = new Map<string, string>();
+
   constructor(private readonly roots: Record<string, string>) {
     for (const name of Object.keys(roots)) {
       if (!isValidStorageName(name)) throw new Error(`invalid storage name: ${name}`);
@@ -36,7 +39,14 @@ export class Storages {
 
   /** Absolute path of a project's bare repository on a storage. */
   repositoryPath(storage: string, projectId: number): string {
-    return path.join(this.root(storage), `${Storages.hashedPath(projectId)}.git`);
+    const key = `${storage}/${projectId}`;
+    let found = this.paths.get(key);
+    if (found === undefined) {
+      found = path.join(this.root(storage), `${Storages.hashedPath(projectId)}.git`);
+      if (this.paths.size >= 100_000) this.paths.clear();
+      this.paths.set(key, found);
+    }
+    return found;
   }
 
   /** Absolute path of an LFS object on a storage. */
