@@ -35,6 +35,8 @@ class Spawner {
   readonly ready: Promise<boolean>;
   private readonly running = new Map<number, RemoteProcess>();
   private nextId = 1;
+  /** Processes asked for and not yet ended. */
+  private held = 0;
 
   constructor() {
     this.process = fork(SPAWNER, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv: [] });
@@ -52,6 +54,7 @@ class Spawner {
       if (spawner === this) spawner = undefined;
       for (const remote of this.running.values()) remote.lost();
       this.running.clear();
+      this.held = 0;
     });
     // Neither keeps the server alive when idle, nor outlives it.
     child.unref();
@@ -59,14 +62,24 @@ class Spawner {
   }
 
   start(remote: RemoteProcess, argv: string[], env: NodeJS.ProcessEnv, input: Buffer | undefined): void {
+    // Something is under way: the channel keeps the process alive (a CLI awaiting git) until done.
+    this.hold(1);
     void this.ready.then((ok) => {
-      if (!ok || !this.process.connected) return remote.lost();
+      if (!ok || !this.process.connected) {
+        this.hold(-1);
+        return remote.lost();
+      }
       const id = this.nextId++;
       remote.id = id;
-      if (this.running.size === 0) this.process.channel?.ref();
       this.running.set(id, remote);
       this.process.send({ op: 'start', id, argv, env, input: input?.toString('base64') });
     });
+  }
+
+  private hold(delta: number): void {
+    this.held += delta;
+    if (this.held === 0) this.process.channel?.unref();
+    else if (this.held === delta) this.process.channel?.ref();
   }
 
   kill(id: number): void {
@@ -83,7 +96,7 @@ class Spawner {
     else if (message.op === 'stderr') remote.stderr.push(Buffer.from(message.data ?? '', 'base64'));
     else if (message.op === 'exit' || message.op === 'error') {
       this.running.delete(message.id);
-      if (this.running.size === 0) this.process.channel?.unref();
+      this.hold(-1);
       if (message.op === 'exit') remote.exited(message.code as number | null, message.signal ?? null);
       else remote.failed(String(message.code), message.message ?? 'spawn failed');
     }

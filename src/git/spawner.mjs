@@ -21,7 +21,8 @@
 import { spawn } from 'node:child_process';
 
 const children = new Map();
-const send = (message, handle) => process.send?.(message, handle);
+// With a callback, a send on a closed channel (the server is gone) is not an error event.
+const send = (message, handle) => process.connected && process.send(message, handle, undefined, () => {});
 
 /** Hands a pipe to the server; the handle is closed here once the server has it. */
 function handOver(id, fd, pid, socket) {
@@ -60,7 +61,7 @@ process.on('message', (message) => {
   if (message.op === 'start') start(message);
   else if (message.op === 'kill') children.get(message.id)?.kill('SIGKILL');
 });
-process.send?.('ready');
+send('ready');
 // The spawner lives exactly as long as the server: when the IPC channel closes, it stops what it
 // started and exits.
 process.on('disconnect', () => {

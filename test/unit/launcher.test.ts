@@ -1,6 +1,10 @@
+import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { Readable } from 'node:stream';
+import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { gitEnvironment } from '../../src/git/command.js';
 import { type Launched, launch } from '../../src/git/launcher.js';
@@ -75,6 +79,29 @@ describe('the process launcher', () => {
     // `yes` never ends on its own: it stops only because its pipe closed (EPIPE).
     const [code, signal] = await closed(child);
     expect(code !== 0 || signal !== null).toBe(true);
+  });
+
+  it('keeps a process with nothing else to do alive until its git command ends (a CLI)', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-launcher-'));
+    try {
+      const script = path.join(dir, 'cli.mts');
+      const command = new URL('../../src/git/command.ts', import.meta.url).pathname;
+      // A stream without a timeout: no timer of its own keeps the process running.
+      await fs.writeFile(
+        script,
+        [
+          `import { streamGit } from ${JSON.stringify(command)};`,
+          "const git = streamGit({ subcommand: 'version' });",
+          'for await (const chunk of git.stdout) process.stdout.write(chunk);',
+          'await git.done;',
+        ].join('\n'),
+      );
+      const tsx = new URL('../../node_modules/.bin/tsx', import.meta.url).pathname;
+      const { stdout } = await promisify(execFile)(tsx, [script], { env: { PATH: process.env.PATH } });
+      expect(stdout).toMatch(/^git version \d+\.\d+/);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('answers a start failure as an error event with its code', async () => {
