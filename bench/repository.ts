@@ -138,20 +138,25 @@ async function startDepot(storage: string, repos: Record<string, string>) {
 }
 
 export async function run(): Promise<{ measurements: Measurement[]; notes: string[] }> {
+  // Only the repositories the chosen sections read are built (the three take ~1 GiB).
   const repos = {
-    history: await benchRepository('history'),
-    large: await benchRepository('large'),
-    huge: await benchRepository('huge-blob'),
+    history: ONLY.has('rps') || ONLY.has('history') ? await benchRepository('history') : '',
+    large: ONLY.has('archive') ? await benchRepository('large') : '',
+    huge: ONLY.has('raw') ? await benchRepository('huge-blob') : '',
   };
+  const built = (gitDir: string) => (gitDir ? gitOut(gitDir, 'rev-parse', 'main') : Promise.resolve('-'));
   const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-bench-repo-'));
-  const { server, ids } = await startDepot(storage, repos);
+  const { server, ids } = await startDepot(
+    storage,
+    Object.fromEntries(Object.entries(repos).filter(([, gitDir]) => gitDir !== '')),
+  );
   const out: Measurement[] = [];
   const notes: string[] = [];
   try {
     const p = (name: keyof typeof repos) => `${server.base}/projects/${ids[name]}/repository`;
 
     // Archives: the whole 200 MiB tree, through the API and from git archive.
-    const largeSha = await gitOut(repos.large, 'rev-parse', 'main');
+    const largeSha = await built(repos.large);
     for (const [format, suffix] of !ONLY.has('archive')
       ? []
       : ([
@@ -171,8 +176,8 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
     }
 
     // Raw blob of 500 MiB: throughput and memory.
-    const hugeBlob = await gitOut(repos.huge, 'rev-parse', 'main:huge.bin');
     if (ONLY.has('raw')) {
+      const hugeBlob = await gitOut(repos.huge, 'rev-parse', 'main:huge.bin');
       const rawUrl = `${p('huge')}/blobs/${hugeBlob}/raw`;
       const sample = memorySampler(server.pid);
       const rawApi = await medianOf(RUNS, () => timeDownload(rawUrl));
@@ -199,8 +204,8 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
 
     // Requests per second on small reads, against a bare Koa handler with the same body.
     const smallPath = 'src/module1/part0/file1.txt';
-    const historySha = await gitOut(repos.history, 'rev-parse', 'main');
-    const smallBlob = await gitOut(repos.history, 'rev-parse', `main:${smallPath}`);
+    const historySha = await built(repos.history);
+    const smallBlob = repos.history ? await gitOut(repos.history, 'rev-parse', `main:${smallPath}`) : '';
     const endpoints: [string, string][] = !ONLY.has('rps')
       ? []
       : [
@@ -260,7 +265,7 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
       out.push(measurement(`${name} (50,000 commits)`, 'ms', api, git, baselineName, 'lower', '≤ 1.5×'));
     }
     notes.push(
-      `repositories: history ${await gitOut(repos.history, 'rev-list', '--count', '--all')} commits; large ${largeSha.slice(0, 8)}; huge blob ${hugeBlob.slice(0, 8)}`,
+      `repositories: history ${repos.history ? await gitOut(repos.history, 'rev-list', '--count', '--all') : '-'} commits; large ${largeSha.slice(0, 8)}; huge blob ${repos.huge ? await gitOut(repos.huge, 'rev-parse', 'main:huge.bin') : '-'}`,
     );
   } finally {
     await stop(server.child);
