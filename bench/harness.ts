@@ -131,9 +131,10 @@ export interface DepotServer {
  * Starts Depot (`src/main.ts`, as `npm start` does) on an empty storage, on PostgreSQL when
  * BENCH_DATABASE_URL is set (an empty database) and PGlite otherwise, and waits until it is ready.
  */
-export async function startDepotServer(storage: string): Promise<DepotServer> {
+export async function startDepotServer(storage: string, env: Record<string, string> = {}): Promise<DepotServer> {
   const port = await freePort();
   const child = spawnTs('src/main.ts', {
+    ...env,
     STORAGE_DIR: storage,
     PORT: String(port),
     LOG_LEVEL: 'warn',

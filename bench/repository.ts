@@ -27,8 +27,8 @@ import {
 const CONNECTIONS = 50;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
-/** BENCH_ONLY=archive,raw,rps,history runs only those sections. */
-const ONLY = new Set((process.env.BENCH_ONLY ?? 'archive,raw,rps,history').split(','));
+/** BENCH_ONLY=archive,raw,rps,history,loop runs only those sections. */
+const ONLY = new Set((process.env.BENCH_ONLY ?? 'archive,raw,rps,history,loop').split(','));
 
 /**
  * Anonymous resident memory (heap, stacks, buffers) of a process and all its descendants, in
@@ -123,9 +123,29 @@ interface Server {
   child: ReturnType<typeof spawnTs>;
 }
 
+/**
+ * The longest event-loop stall of a server, in ms, over 60 sequential reads that each run git:
+ * commit lists (`git log`) and diffs of a commit (`git diff`, streamed). prom-client samples the
+ * delay with a 10 ms timer and resets at each scrape; its minimum is that sampling interval, so
+ * the stall is max − min.
+ */
+async function loopStall(repository: string): Promise<number> {
+  const metricsUrl = `${new URL(repository).origin}/-/metrics`;
+  const lagMax = async () => {
+    const text = await (await fetch(metricsUrl)).text();
+    const read = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+    return (read('nodejs_eventloop_lag_max_seconds') - read('nodejs_eventloop_lag_min_seconds')) * 1000;
+  };
+  const urls = [`${repository}/commits?ref_name=main&per_page=5`, `${repository}/commits/main/diff`];
+  for (const url of urls) await timeDownload(url);
+  await lagMax();
+  for (let i = 0; i < 60; i++) await timeDownload(urls[i % 2] as string);
+  return lagMax();
+}
+
 /** Starts Depot on an empty storage and makes public projects served from the generated repositories. */
-async function startDepot(storage: string, repos: Record<string, string>) {
-  const { child, api: base } = await startDepotServer(storage);
+async function startDepot(storage: string, repos: Record<string, string>, env: Record<string, string> = {}) {
+  const { child, api: base } = await startDepotServer(storage, env);
   const ids: Record<string, number> = {};
   for (const [name, gitDir] of Object.entries(repos)) {
     const project = await benchApi(base, 'POST', '/projects', { name, path: name, visibility: 'public' });
@@ -140,7 +160,7 @@ async function startDepot(storage: string, repos: Record<string, string>) {
 export async function run(): Promise<{ measurements: Measurement[]; notes: string[] }> {
   // Only the repositories the chosen sections read are built (the three take ~1 GiB).
   const repos = {
-    history: ONLY.has('rps') || ONLY.has('history') ? await benchRepository('history') : '',
+    history: ['rps', 'history', 'loop'].some((s) => ONLY.has(s)) ? await benchRepository('history') : '',
     large: ONLY.has('archive') ? await benchRepository('large') : '',
     huge: ONLY.has('raw') ? await benchRepository('huge-blob') : '',
   };
@@ -263,6 +283,31 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
       const api = await medianOf(RUNS + 2, () => timeDownload(url));
       const git = await medianOf(RUNS + 2, () => timeGit(repos.history, args));
       out.push(measurement(`${name} (50,000 commits)`, 'ms', api, git, baselineName, 'lower', '≤ 1.5×'));
+    }
+    // The server's event loop while it runs git: the longest stall over a series of reads that each
+    // start git processes, against the same server starting them itself (DEPOT_SPAWNER=off),
+    // where each fork copies the page tables of PGlite's memory.
+    if (ONLY.has('loop')) {
+      const viaSpawner = await loopStall(`${p('history')}`);
+      const forkStorage = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-bench-fork-'));
+      const forking = await startDepot(forkStorage, { history: repos.history }, { DEPOT_SPAWNER: 'off' });
+      try {
+        const direct = await loopStall(`${forking.server.base}/projects/${forking.ids.history}/repository`);
+        out.push(
+          measurement(
+            'longest event-loop stall over 60 reads that start git',
+            'ms',
+            viaSpawner,
+            direct,
+            'git started by the server itself',
+            'lower',
+            '—',
+          ),
+        );
+      } finally {
+        await stop(forking.server.child);
+        fs.rmSync(forkStorage, { recursive: true, force: true });
+      }
     }
     notes.push(
       `repositories: history ${repos.history ? await gitOut(repos.history, 'rev-list', '--count', '--all') : '-'} commits; large ${largeSha.slice(0, 8)}; huge blob ${repos.huge ? await gitOut(repos.huge, 'rev-parse', 'main:huge.bin') : '-'}`,

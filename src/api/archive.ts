@@ -40,7 +40,10 @@ function lfsResolver(deps: Deps, project: Project): LfsResolver {
     const object = await findProjectLfsObject(deps.db, project.id, oid);
     if (!object || Number(object.size) !== size) return null;
     const file = deps.storages.lfsObjectPath(project.repository_storage, oid);
-    return fs.existsSync(file) ? file : null;
+    return fs.promises.access(file).then(
+      () => file,
+      () => null,
+    );
   };
 }
 
