@@ -199,8 +199,15 @@ class RemoteProcess extends EventEmitter implements Launched {
     this.end(() => this.emit('error', Object.assign(new Error(message), { code })));
   }
 
-  /** The spawner went away: the child is gone with it. */
+  /** The spawner went away: its child, orphaned, is stopped here (its exit was not seen yet). */
   lost(): void {
+    if (this.pid !== undefined && !this.exit) {
+      try {
+        process.kill(this.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
     this.out?.destroy();
     this.giveInput(null);
     if (this.id === undefined)

@@ -104,6 +104,26 @@ describe('the process launcher', () => {
     }
   });
 
+  it('ends the children of a spawner that died, and starts a new spawner for the next', async () => {
+    const child = launch(['sh', '-c', 'echo started; exec sleep 30'], env, { input: '' });
+    await once(child.stdout, 'data');
+    const spawnerPid = await parentOf(child.pid as number);
+    process.kill(spawnerPid, 'SIGKILL');
+    expect(await closed(child)).toEqual([null, 'SIGKILL']);
+    // The orphaned child was stopped too, not left running.
+    // A zombie counts as gone: this machine's init may never reap it.
+    const state = () =>
+      fs.readFile(`/proc/${child.pid}/stat`, 'utf8').then(
+        (stat) => (stat.split(') ')[1]?.startsWith('Z') ? 'gone' : 'running'),
+        () => 'gone',
+      );
+    await expect.poll(state).toBe('gone');
+    const next = launch(['echo', 'again'], env, { input: '' });
+    const [out, exit] = await Promise.all([collect(next.stdout), closed(next)]);
+    expect(out.toString()).toBe('again\n');
+    expect(exit).toEqual([0, null]);
+  });
+
   it('answers a start failure as an error event with its code', async () => {
     const child = launch(['/nonexistent/depot-no-such-binary'], env, { input: '' });
     const [error] = await once(child, 'error');
