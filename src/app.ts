@@ -128,7 +128,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
   app.use(webPages());
   app.use(gitLfs());
   app.use(gitHttp());
-  app.use(api.router.routes());
+  app.use(api.routes());
   app.use(async (ctx) => {
     ctx.status = 404;
     ctx.body = { error: '404 Not Found' };

@@ -73,7 +73,7 @@ describe('OpenAPI document', () => {
     const res = await app.request('/openapi.json');
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe('3.1.0');
-    const mounted = api.router.stack.flatMap((layer) =>
+    const mounted = api.layers.flatMap((layer) =>
       layer.methods.filter((m) => m !== 'HEAD').map((m) => `${m.toLowerCase()} ${openApiPath(String(layer.path))}`),
     );
     expect(mounted.length).toBeGreaterThan(20);
