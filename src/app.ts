@@ -1,5 +1,5 @@
 import fs from 'node:fs/promises';
-import Koa from 'koa';
+import Koa, { type Middleware } from 'koa';
 import { sql } from 'kysely';
 import { registerAccessRequestRoutes } from './api/access-requests.js';
 import { registerApplicationSettingsRoutes } from './api/application-settings.js';
@@ -124,10 +124,15 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
     }
     await next();
   });
-  app.use(oauthRoutes());
-  app.use(webPages());
-  app.use(gitLfs());
-  app.use(gitHttp());
+  // OAuth, the web pages and git's HTTP paths never live under /api/v4 (GitLab reserves the
+  // `api` namespace): API requests skip their matching.
+  const beside = (middleware: Middleware<AppState>): Middleware<AppState> => {
+    return (ctx, next) => (ctx.path.startsWith(`${API_PREFIX}/`) ? next() : middleware(ctx, next));
+  };
+  app.use(beside(oauthRoutes()));
+  app.use(beside(webPages()));
+  app.use(beside(gitLfs() as Middleware<AppState>));
+  app.use(beside(gitHttp() as Middleware<AppState>));
   app.use(api.routes());
   app.use(async (ctx) => {
     ctx.status = 404;
