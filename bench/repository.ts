@@ -164,7 +164,10 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
     large: ONLY.has('archive') ? await benchRepository('large') : '',
     huge: ONLY.has('raw') ? await benchRepository('huge-blob') : '',
   };
-  const built = (gitDir: string) => (gitDir ? gitOut(gitDir, 'rev-parse', 'main') : Promise.resolve('-'));
+  /** A revision of a fixture, or '-' when its sections are not run. */
+  const revOf = (gitDir: string, rev: string) => (gitDir ? gitOut(gitDir, 'rev-parse', rev) : Promise.resolve('-'));
+  const largeSha = await revOf(repos.large, 'main');
+  const hugeBlob = await revOf(repos.huge, 'main:huge.bin');
   const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-bench-repo-'));
   const { server, ids } = await startDepot(
     storage,
@@ -176,7 +179,6 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
     const p = (name: keyof typeof repos) => `${server.base}/projects/${ids[name]}/repository`;
 
     // Archives: the whole 200 MiB tree, through the API and from git archive.
-    const largeSha = await built(repos.large);
     for (const [format, suffix] of !ONLY.has('archive')
       ? []
       : ([
@@ -197,7 +199,6 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
 
     // Raw blob of 500 MiB: throughput and memory.
     if (ONLY.has('raw')) {
-      const hugeBlob = await gitOut(repos.huge, 'rev-parse', 'main:huge.bin');
       const rawUrl = `${p('huge')}/blobs/${hugeBlob}/raw`;
       const sample = memorySampler(server.pid);
       const rawApi = await medianOf(RUNS, () => timeDownload(rawUrl));
@@ -224,8 +225,8 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
 
     // Requests per second on small reads, against a bare Koa handler with the same body.
     const smallPath = 'src/module1/part0/file1.txt';
-    const historySha = await built(repos.history);
-    const smallBlob = repos.history ? await gitOut(repos.history, 'rev-parse', `main:${smallPath}`) : '';
+    const historySha = await revOf(repos.history, 'main');
+    const smallBlob = await revOf(repos.history, `main:${smallPath}`);
     const endpoints: [string, string][] = !ONLY.has('rps')
       ? []
       : [
@@ -288,7 +289,7 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
     // start git processes, against the same server starting them itself (DEPOT_SPAWNER=off),
     // where each fork copies the page tables of PGlite's memory.
     if (ONLY.has('loop')) {
-      const viaSpawner = await loopStall(`${p('history')}`);
+      const viaSpawner = await loopStall(p('history'));
       const forkStorage = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-bench-fork-'));
       const forking = await startDepot(forkStorage, { history: repos.history }, { DEPOT_SPAWNER: 'off' });
       try {
@@ -310,7 +311,7 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
       }
     }
     notes.push(
-      `repositories: history ${repos.history ? await gitOut(repos.history, 'rev-list', '--count', '--all') : '-'} commits; large ${largeSha.slice(0, 8)}; huge blob ${repos.huge ? await gitOut(repos.huge, 'rev-parse', 'main:huge.bin') : '-'}`,
+      `repositories: history ${repos.history ? await gitOut(repos.history, 'rev-list', '--count', '--all') : '-'} commits; large ${largeSha.slice(0, 8)}; huge blob ${hugeBlob.slice(0, 8)}`,
     );
   } finally {
     await stop(server.child);

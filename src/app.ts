@@ -38,6 +38,8 @@ import { webPages } from './web/pages.js';
 
 export const API_PREFIX = '/api/v4';
 
+const isApiPath = (path: string) => path === API_PREFIX || path.startsWith(`${API_PREFIX}/`);
+
 /** Every API module, in one list: each registers its routes on the shared router. */
 export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerVersionRoutes,
@@ -109,7 +111,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
   });
 
   app.use(async (ctx, next) => {
-    if (ctx.path === API_PREFIX || ctx.path.startsWith(`${API_PREFIX}/`)) {
+    if (isApiPath(ctx.path)) {
       ctx.set('X-Content-Type-Options', 'nosniff');
       ctx.set('X-Frame-Options', 'SAMEORIGIN');
     }
@@ -127,7 +129,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
   // OAuth, the web pages and git's HTTP paths never live under /api/v4 (GitLab reserves the
   // `api` namespace): API requests skip their matching.
   const beside = (middleware: Middleware<AppState>): Middleware<AppState> => {
-    return (ctx, next) => (ctx.path.startsWith(`${API_PREFIX}/`) ? next() : middleware(ctx, next));
+    return (ctx, next) => (isApiPath(ctx.path) ? next() : middleware(ctx, next));
   };
   app.use(beside(oauthRoutes()));
   app.use(beside(webPages()));

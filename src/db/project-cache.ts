@@ -5,6 +5,10 @@ export interface ProjectWithNamespace {
   readonly namespace: Namespace;
 }
 
+/** The map key of a lookup: ids and paths (case-insensitive, as GitLab finds them) apart. */
+const nameOf = (key: { id: number } | { fullPath: string }) =>
+  'id' in key ? `#${key.id}` : key.fullPath.toLowerCase();
+
 /** Entries kept at most; the least recently used go first. */
 const MAX_ENTRIES = 10_000;
 
@@ -34,7 +38,7 @@ export class ProjectCache {
     key: { id: number } | { fullPath: string },
     load: () => Promise<ProjectWithNamespace | undefined>,
   ): Promise<ProjectWithNamespace | undefined> {
-    const name = 'id' in key ? `#${key.id}` : key.fullPath.toLowerCase();
+    const name = nameOf(key);
     const cached = this.byKey.get(name);
     if (cached) {
       // Re-inserted, so the map's order is least recently used first.
@@ -46,8 +50,8 @@ export class ProjectCache {
     const found = await load();
     if (!found || generation !== this.generation) return found;
     const entry = { project: freeze(found.project), namespace: freeze(found.namespace) };
-    this.byKey.set(`#${entry.project.id}`, entry);
-    this.byKey.set(entry.project.full_path.toLowerCase(), entry);
+    this.byKey.set(nameOf({ id: entry.project.id }), entry);
+    this.byKey.set(nameOf({ fullPath: entry.project.full_path }), entry);
     while (this.byKey.size > MAX_ENTRIES) this.byKey.delete(this.byKey.keys().next().value as string);
     return entry;
   }

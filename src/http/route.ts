@@ -71,10 +71,6 @@ function hasNullByte(value: unknown, depth = 0): boolean {
 }
 
 /**
- * A router whose routes declare their parameters once: the zod schema validates requests and
- * feeds the OpenAPI document. Each route runs: authenticate → validate params → handler.
- */
-/**
  * The key of a path below the prefix: its first segment and its third (`/projects/:id/repository/
  * tree` → `projects/repository`), lowercased as the routers match without case. Every route and
  * every request path it can match share a key, so a request is matched against the few routes of
@@ -85,6 +81,10 @@ function routeKey(path: string): string {
   return `${segments[1] ?? ''}/${segments[3] ?? ''}`.toLowerCase();
 }
 
+/**
+ * A router whose routes declare their parameters once: the zod schema validates requests and
+ * feeds the OpenAPI document. Each route runs: authenticate → validate params → handler.
+ */
 export class ApiRouter {
   private readonly routers = new Map<string, { router: Router<AppState>; dispatch: Middleware<AppState> }>();
   readonly operations: Operation[] = [];
@@ -109,9 +109,8 @@ export class ApiRouter {
   }
 
   private routerFor(path: string): Router<AppState> {
-    const [, first = '', , third = ''] = path.split('/', 4);
-    if (/[:({*?+]/.test(first + third)) throw new Error(`route ${path}: its 1st and 3rd segments must be literal`);
     const key = routeKey(path);
+    if (/[:({*?+]/.test(key)) throw new Error(`route ${path}: its 1st and 3rd segments must be literal`);
     let entry = this.routers.get(key);
     if (!entry) {
       const router = new Router<AppState>();

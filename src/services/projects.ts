@@ -133,14 +133,20 @@ export interface CreateProjectInput extends ProjectInput {
   repositoryStorage?: string;
 }
 
-/** Looks up a project by numeric id or full path (a bare name without a slash is not found). */
-export async function findProject(deps: Deps, id: string): Promise<Project | undefined> {
+/** What `:id` names: a numeric id or a full path; null for a bare name without a slash. */
+function projectKey(id: string): { id: number } | { fullPath: string } | null {
   if (/^-?\d+$/.test(id)) {
     const dbId = toDbId(id);
-    return dbId === null ? undefined : findProjectById(deps.db, dbId);
+    return dbId === null ? null : { id: dbId };
   }
-  if (!id.includes('/')) return undefined;
-  return findProjectByFullPath(deps.db, id);
+  return id.includes('/') ? { fullPath: id } : null;
+}
+
+/** Looks up a project by numeric id or full path (a bare name without a slash is not found). */
+export async function findProject(deps: Deps, id: string): Promise<Project | undefined> {
+  const key = projectKey(id);
+  if (!key) return undefined;
+  return 'id' in key ? findProjectById(deps.db, key.id) : findProjectByFullPath(deps.db, key.fullPath);
 }
 
 /** Like findProject, with the project's namespace, in one query (or none: `deps.projectCache`). */
@@ -148,13 +154,8 @@ export async function findProjectAndNamespace(
   deps: Deps,
   id: string,
 ): Promise<{ project: Project; namespace: Namespace } | undefined> {
-  let key: { id: number } | { fullPath: string };
-  if (/^-?\d+$/.test(id)) {
-    const dbId = toDbId(id);
-    if (dbId === null) return undefined;
-    key = { id: dbId };
-  } else if (id.includes('/')) key = { fullPath: id };
-  else return undefined;
+  const key = projectKey(id);
+  if (!key) return undefined;
   const load = () => findProjectWithNamespace(deps.db, key);
   return deps.projectCache ? deps.projectCache.lookup(key, load) : load();
 }
