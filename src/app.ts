@@ -74,6 +74,14 @@ export interface CreateAppOptions {
 export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppState> {
   const app = new Koa<AppState>();
   app.proxy = false;
+  // What reaches Koa's own error event happened after the answer began, mostly clients that went
+  // away mid-body (ECONNRESET, EPIPE, a closed stream): logged, not printed to stderr.
+  app.on('error', (error: NodeJS.ErrnoException, ctx?: Koa.Context) => {
+    const gone = ['ECONNRESET', 'EPIPE', 'ERR_STREAM_PREMATURE_CLOSE'].includes(error.code ?? '');
+    const log = (ctx?.state as AppState | undefined)?.log ?? deps.logger;
+    if (gone) log.debug({ err: error }, 'client went away');
+    else log.error({ err: error }, 'response failed');
+  });
   const metrics = options.metrics ?? new Metrics();
   if (!metrics.gauges.has('depot_jobs')) registerJobMetrics(metrics, deps);
   const api = new ApiRouter(API_PREFIX);

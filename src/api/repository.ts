@@ -1,11 +1,19 @@
-import type { Readable } from 'node:stream';
 import { z } from 'zod';
-import { blobInfo, INLINE_BLOB_BYTES, readBlobContent, streamBlob } from '../git/blob.js';
+import {
+  blobHead,
+  blobInfo,
+  firstChunk,
+  INLINE_BLOB_BYTES,
+  readBlobContent,
+  streamBlob,
+  writeBlobTo,
+} from '../git/blob.js';
 import { readObject } from '../git/catfile.js';
 import { resolveCommitId } from '../git/refs.js';
 import { normaliseTreePath, readTree, type TreeEntry } from '../git/tree.js';
 import { isValidRevision } from '../git/validate.js';
 import type { AppContext } from '../http/context.js';
+import { directSocket, sendDirect } from '../http/direct.js';
 import { ApiError, notFound } from '../http/errors.js';
 import { paginateArray, setPaginationHeaders } from '../http/pagination.js';
 import { p } from '../http/params.js';
@@ -155,7 +163,8 @@ export function registerRepositoryRoutes(api: ApiRouter): void {
 /**
  * Sends a blob with GitLab's raw headers: no caching, a type sniffed from the first bytes as
  * Workhorse does (text as text/plain; charset=utf-8), inline for text, images and PDF,
- * attachment for everything else (and SVG). Small blobs go out as one buffer, others stream.
+ * attachment for everything else (and SVG). Small blobs go out as one buffer; larger ones are
+ * written by git into the connection itself when it is a plain one (sendDirect), else streamed.
  */
 export async function sendBlob(
   ctx: AppContext,
@@ -164,10 +173,14 @@ export async function sendBlob(
   disposition: string,
 ): Promise<void> {
   const object = { oid: info.oid, size: info.size, type: 'blob' as const };
+  // A large blob goes from git straight into the client's connection when it is a plain one.
+  const socket = info.size > INLINE_BLOB_BYTES ? directSocket(ctx) : null;
   let first: Buffer;
   if (info.size <= INLINE_BLOB_BYTES) {
     first = await readBlobContent(gitDir, object);
     ctx.body = first;
+  } else if (socket) {
+    first = await blobHead(gitDir, object);
   } else {
     const blob = streamBlob(gitDir, object);
     // The first chunk decides the type; it is put back in front of the rest.
@@ -182,33 +195,5 @@ export async function sendBlob(
   ctx.set('Content-Disposition', sniffed.inline ? disposition : disposition.replace(/^inline/, 'attachment'));
   ctx.type = sniffed.type;
   ctx.length = info.size;
-}
-
-/** The first chunk a stream gives (empty when it ends at once), left for the caller to put back. */
-function firstChunk(reader: Readable): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const onReadable = () => {
-      const chunk = reader.read() as Buffer | null;
-      if (chunk === null) return;
-      cleanup();
-      resolve(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(Buffer.alloc(0));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    const cleanup = () => {
-      reader.off('readable', onReadable);
-      reader.off('end', onEnd);
-      reader.off('error', onError);
-    };
-    reader.on('readable', onReadable);
-    reader.on('end', onEnd);
-    reader.on('error', onError);
-    onReadable();
-  });
+  if (socket) await sendDirect(ctx, socket, (output) => writeBlobTo(gitDir, object, output));
 }

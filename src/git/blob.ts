@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import { MAX_BATCH_OBJECT_BYTES, type ObjectInfo, objectInfo, readObject } from './catfile.js';
-import { streamGit } from './command.js';
+import { type GitStream, streamGit } from './command.js';
 
 /** Blobs up to this size are served from the batch process in one piece; larger ones stream. */
 export const INLINE_BLOB_BYTES = 1024 * 1024;
@@ -33,6 +34,51 @@ export function streamBlob(gitDir: string, info: ObjectInfo): BlobStream {
   const git = streamGit({ gitDir, subcommand: 'cat-file', config: STREAM_CONFIG, args: ['blob', info.oid] });
   git.done.catch((error: Error) => git.stdout.destroy(error));
   return { info, stream: git.stdout, kill: git.kill };
+}
+
+/** Runs `git cat-file blob` with its stdout on `socket`: git writes the content to the client itself. */
+export function writeBlobTo(gitDir: string, info: ObjectInfo, socket: Socket): GitStream {
+  return streamGit({ gitDir, subcommand: 'cat-file', config: STREAM_CONFIG, args: ['blob', info.oid], output: socket });
+}
+
+/** The first bytes of a blob (one read of git's output, up to 64 KiB), to tell its type; git is stopped then. */
+export async function blobHead(gitDir: string, info: ObjectInfo): Promise<Buffer> {
+  const blob = streamBlob(gitDir, info);
+  try {
+    return await firstChunk(blob.stream);
+  } finally {
+    blob.kill();
+    blob.stream.destroy();
+  }
+}
+
+/** The first chunk a stream gives (empty when it ends at once), left for the caller to put back. */
+export function firstChunk(reader: Readable): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const onReadable = () => {
+      const chunk = reader.read() as Buffer | null;
+      if (chunk === null) return;
+      cleanup();
+      resolve(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(Buffer.alloc(0));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const cleanup = () => {
+      reader.off('readable', onReadable);
+      reader.off('end', onEnd);
+      reader.off('error', onError);
+    };
+    reader.on('readable', onReadable);
+    reader.on('end', onEnd);
+    reader.on('error', onError);
+    onReadable();
+  });
 }
 
 /** Reads a whole blob (for JSON answers); the caller bounds the size. */

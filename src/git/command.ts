@@ -177,11 +177,17 @@ export interface GitStream {
 
 /**
  * Starts git with its stdout as a stream, for output that must not be buffered (archives, raw
- * blobs, long logs). The caller must consume stdout; `done` tells how git ended.
+ * blobs, long logs). The caller must consume stdout; `done` tells how git ended. With `output`,
+ * git writes to that socket itself and stdout is empty (see launch).
  */
-export function streamGit(cmd: GitCommand & { stdin?: import('node:stream').Readable }): GitStream {
+export function streamGit(
+  cmd: GitCommand & { stdin?: import('node:stream').Readable; output?: import('node:net').Socket },
+): GitStream {
   const argv = buildArgv(cmd);
-  const child = launch(['git', ...argv], gitEnvironment(cmd.env), cmd.stdin ? {} : { input: '' });
+  const child = launch(['git', ...argv], gitEnvironment(cmd.env), {
+    ...(cmd.stdin ? {} : { input: '' }),
+    ...(cmd.output ? { output: cmd.output } : {}),
+  });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
     if (stderr.length < 65536) stderr += chunk.toString('utf8');

@@ -61,7 +61,13 @@ class Spawner {
     child.channel?.unref();
   }
 
-  start(remote: RemoteProcess, argv: string[], env: NodeJS.ProcessEnv, input: Buffer | undefined): void {
+  start(
+    remote: RemoteProcess,
+    argv: string[],
+    env: NodeJS.ProcessEnv,
+    input: Buffer | undefined,
+    output: net.Socket | undefined,
+  ): void {
     // Something is under way: the channel keeps the process alive (a CLI awaiting git) until done.
     this.hold(1);
     void this.ready.then((ok) => {
@@ -69,10 +75,19 @@ class Spawner {
         this.hold(-1);
         return remote.lost();
       }
+      // The socket's own handle goes, not the net.Socket: sent as a socket, Node would count the
+      // connection as the spawner's (net.Server's worker tracking) and close it here.
+      const handle = output && (output as unknown as { _handle: object | null })._handle;
+      if (output && !handle) {
+        this.hold(-1);
+        return remote.failed('EPIPE', 'the output socket is closed');
+      }
       const id = this.nextId++;
       remote.id = id;
       this.running.set(id, remote);
-      this.process.send({ op: 'start', id, argv, env, input: input?.toString('base64') });
+      const message = { op: 'start', id, argv, env, input: input?.toString('base64'), output: !!output };
+      if (handle) this.process.send(message, handle as net.Socket);
+      else this.process.send(message);
     });
   }
 
@@ -129,6 +144,7 @@ class RemoteProcess extends EventEmitter implements Launched {
     argv: string[],
     env: NodeJS.ProcessEnv,
     input: Buffer | undefined,
+    output: net.Socket | undefined,
   ) {
     super();
     this.stdout = new Readable({
@@ -158,7 +174,7 @@ class RemoteProcess extends EventEmitter implements Launched {
       },
     });
     if (input !== undefined) this.giveInput(null);
-    owner.start(this, argv, env, input);
+    owner.start(this, argv, env, input, output);
   }
 
   kill(): void {
@@ -232,10 +248,13 @@ class RemoteProcess extends EventEmitter implements Launched {
 }
 
 /** Runs `argv[0]` as a local child (when the spawner is off). */
-function launchLocal(argv: string[], env: NodeJS.ProcessEnv): Launched {
-  const child = spawn(argv[0] as string, argv.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });
+function launchLocal(argv: string[], env: NodeJS.ProcessEnv, output: net.Socket | undefined): Launched {
+  const stdio = output ? ['pipe', 'ignore', 'pipe', output] : ['pipe', 'pipe', 'pipe'];
+  const child = spawn(argv[0] as string, argv.slice(1), { env, stdio: stdio as ['pipe', 'pipe', 'pipe'] });
   const kill = child.kill.bind(child);
   const launched = child as unknown as Launched;
+  // Writing to `output`, the child has no stdout here: an empty one keeps the interface.
+  if (output) launched.stdout = Readable.from([]);
   launched.kill = () => {
     kill('SIGKILL');
   };
@@ -248,14 +267,26 @@ const useSpawner = process.env.DEPOT_SPAWNER !== 'off';
 /**
  * Starts a process through the spawner (off the server's event loop, see spawner.mjs). With
  * `input`, that is the whole of the child's stdin; without it, the caller writes and ends `stdin`.
+ * With `output`, the child writes its stdout straight to that socket (a client's connection) and
+ * `stdout` here is empty; the caller must not write to the socket until the child has exited.
  */
-export function launch(argv: string[], env: NodeJS.ProcessEnv, options: { input?: string | Buffer } = {}): Launched {
-  if (!useSpawner) return withInput(launchLocal(argv, env), options.input);
+export function launch(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  options: { input?: string | Buffer; output?: net.Socket } = {},
+): Launched {
+  const { output } = options;
+  // libuv makes a child's fds 0 to 2 blocking, and a socket's flags are shared by every process
+  // holding it: as git's stdout, the server's own connection would turn blocking. The socket goes
+  // in as fd 3 instead (left as it is) and sh moves it onto stdout (dup2 keeps the flags). git
+  // waits out EAGAIN on a non-blocking stdout with poll().
+  if (output) argv = ['sh', '-c', 'exec "$@" >&3 3>&-', 'sh', ...argv];
+  if (!useSpawner) return withInput(launchLocal(argv, env, output), options.input);
   spawner ??= new Spawner();
   const input = options.input === undefined ? undefined : Buffer.from(options.input);
   if (input !== undefined && input.length > INLINE_INPUT_BYTES)
-    return withInput(new RemoteProcess(spawner, argv, env, undefined), input);
-  return new RemoteProcess(spawner, argv, env, input);
+    return withInput(new RemoteProcess(spawner, argv, env, undefined, output), input);
+  return new RemoteProcess(spawner, argv, env, input, output);
 }
 
 /** Writes `input` (when given) to a child's stdin and closes it. */

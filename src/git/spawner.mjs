@@ -10,8 +10,12 @@
 // itself, so bulk bytes (archives, blobs, packs) never pass through this process.
 //
 // Messages, JSON over the IPC channel. Server → spawner:
-//   {op: 'start', id, argv, env, input?}  input: base64 text written to stdin and closed; without
-//                                         it, stdin is handed over; '' means no stdin at all
+//   {op: 'start', id, argv, env, input?, output?}
+//                                         input: base64 text written to stdin and closed; without
+//                                         it, stdin is handed over; '' means no stdin at all.
+//                                         output: true when the message carries, as its handle,
+//                                         the socket the child gets as fd 3 (a client's
+//                                         connection); it is closed here once the child has it
 //   {op: 'kill', id}
 // Spawner → server:
 //   {op: 'stdio', id, fd: 0 | 1, pid}     with the pipe as the handle
@@ -32,8 +36,19 @@ function handOver(id, fd, pid, socket) {
   send({ op: 'stdio', id, fd, pid }, socket);
 }
 
-function start({ id, argv, env, input }) {
-  const child = spawn(argv[0], argv.slice(1), { env, stdio: [input === '' ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+function start({ id, argv, env, input, output }, handle) {
+  if (output && !handle) return send({ op: 'error', id, code: 'EBADF', message: 'no output socket' });
+  let child;
+  try {
+    // An output socket goes in as fd 3 (see launch() for why); the child has no stdout of its own.
+    const stdio = [input === '' ? 'ignore' : 'pipe', output ? 'ignore' : 'pipe', 'pipe', ...(output ? [handle] : [])];
+    child = spawn(argv[0], argv.slice(1), { env, stdio });
+  } catch (error) {
+    return send({ op: 'error', id, code: error.code, message: error.message });
+  } finally {
+    // The child holds its own copy of the socket now (or never will): this one is not read here.
+    if (output) handle.close();
+  }
   let stopped = false;
   const stop = (message) => {
     if (stopped) return;
@@ -46,7 +61,7 @@ function start({ id, argv, env, input }) {
   if (child.pid === undefined) return; // `error` follows
   if (input === undefined) handOver(id, 0, child.pid, child.stdin);
   else if (input !== '') child.stdin.on('error', () => {}).end(Buffer.from(input, 'base64'));
-  handOver(id, 1, child.pid, child.stdout);
+  if (!output) handOver(id, 1, child.pid, child.stdout);
   child.stderr.on('data', (chunk) => send({ op: 'stderr', id, data: chunk.toString('base64') }));
   // `exit`, not `close`: the stdout pipe lives in the server now and never closes here. stderr
   // may still hold a last chunk at exit; read it out first so it arrives before the exit.
@@ -57,8 +72,8 @@ function start({ id, argv, env, input }) {
   });
 }
 
-process.on('message', (message) => {
-  if (message.op === 'start') start(message);
+process.on('message', (message, handle) => {
+  if (message.op === 'start') start(message, handle);
   else if (message.op === 'kill') children.get(message.id)?.kill('SIGKILL');
 });
 send('ready');

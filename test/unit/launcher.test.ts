@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
@@ -122,6 +123,39 @@ describe('the process launcher', () => {
     const [out, exit] = await Promise.all([collect(next.stdout), closed(next)]);
     expect(out.toString()).toBe('again\n');
     expect(exit).toEqual([0, null]);
+  });
+
+  it('lets a child write its stdout straight into a socket, which stays usable afterwards', async () => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
+    const [ours] = (await once(server, 'connection')) as [net.Socket];
+    const received: Buffer[] = [];
+    client.on('data', (chunk: Buffer) => received.push(chunk));
+    try {
+      const child = launch(['sh', '-c', 'head -c 3000000 /dev/zero; printf end'], env, { input: '', output: ours });
+      expect(await closed(child)).toEqual([0, null]);
+      expect((await collect(child.stdout)).length).toBe(0);
+      // The socket is still this process's: what it writes next follows the child's bytes.
+      ours.end('|after');
+      await once(client, 'end');
+      const all = Buffer.concat(received);
+      expect(all.length).toBe(3_000_000 + 'end|after'.length);
+      expect(all.subarray(3_000_000).toString()).toBe('end|after');
+      expect(all.subarray(0, 3_000_000).every((byte) => byte === 0)).toBe(true);
+    } finally {
+      client.destroy();
+      server.close();
+    }
+  });
+
+  it('refuses a closed output socket with EPIPE', async () => {
+    const closedSocket = new net.Socket();
+    closedSocket.destroy();
+    const child = launch(['echo', 'lost'], env, { input: '', output: closedSocket });
+    const [error] = await once(child, 'error');
+    expect((error as NodeJS.ErrnoException).code).toBe('EPIPE');
   });
 
   it('answers a start failure as an error event with its code', async () => {
