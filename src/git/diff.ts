@@ -85,50 +85,98 @@ function parseRaw(text: string): RawEntry[] {
 /** Splits `git diff --patch` output into per-file hunk texts, in order. */
 function splitPatches(text: string): string[] {
   const patches: string[] = [];
-  const sections = text.split(/^diff --git /m).slice(1);
-  for (const section of sections) {
-    const lines = section.split('\n');
-    let start = lines.findIndex((l) => l.startsWith('@@') || /^Binary files .* differ$/.test(l));
-    if (start < 0) start = lines.length;
-    const body = lines.slice(start).join('\n');
+  for (const section of text.split(/^diff --git /m).slice(1)) {
+    const start = hunkStart(section);
+    const body = start < 0 ? '' : section.slice(start);
     patches.push(body === '' ? '' : body.endsWith('\n') ? body : `${body}\n`);
   }
   return patches;
 }
 
+/**
+ * Where a file's hunks begin: its first line starting with `@@`, or git's `Binary files … differ`
+ * line; -1 when it has neither. The header lines before them (index, modes, renames, ---/+++)
+ * start otherwise, and the first line of a section is the `a/… b/…` rest of its `diff --git`.
+ */
+function hunkStart(section: string): number {
+  const hunk = section.indexOf('\n@@');
+  for (let at = section.indexOf('\nBinary files '); at >= 0 && (hunk < 0 || at < hunk); ) {
+    const end = section.indexOf('\n', at + 1);
+    if ((end < 0 ? section.slice(at + 1) : section.slice(at + 1, end)).endsWith(' differ')) return at + 1;
+    at = section.indexOf('\nBinary files ', at + 1);
+  }
+  return hunk < 0 ? -1 : hunk + 1;
+}
+
 const octal = (mode: string) => (ZERO.test(mode) ? '0' : mode.replace(/^0+/, ''));
 const lineCount = (patch: string) => (patch === '' ? 0 : patch.split('\n').length - (patch.endsWith('\n') ? 1 : 0));
 
-/** Bytes of patch text git may print before we stop reading (the limits stop well before). */
+/** Bytes of diff output git may print before we stop reading (the limits stop well before). */
 const MAX_PATCH_READ = 32 * 1024 * 1024;
 
-async function readBounded(
+const PATCH_HEADER = Buffer.from('\ndiff --git ');
+const RAW_END = Buffer.from('\0\0');
+
+/**
+ * Runs `git diff --raw --patch -z` and reads its two parts: the raw records (NUL-terminated, then
+ * one more NUL) and the patches. Reading stops, and git with it, once `maxPatches` patches are
+ * complete (the next one has begun) or past MAX_PATCH_READ; `truncated` says so, and the last
+ * patch is then partial.
+ */
+async function readDiff(
   gitDir: string,
-  flags: string[],
   args: string[],
-): Promise<{ text: string; truncated: boolean }> {
-  const git = streamGit({ gitDir, subcommand: 'diff', flags, args });
+  maxPatches: number,
+): Promise<{ raw: string; patch: string; truncated: boolean }> {
+  const git = streamGit({ gitDir, subcommand: 'diff', flags: [...commonFlags, '--raw', '--patch', '-z'], args });
   const chunks: Buffer[] = [];
   let size = 0;
   let truncated = false;
+  /** Where the patches begin in the whole output; -1 until the raw part has ended. */
+  let patchStart = -1;
+  let patchesBegun = 0;
+  let carry = Buffer.alloc(0); // the last bytes before this chunk: a marker may straddle chunks
   for await (const chunk of git.stdout) {
+    const view = Buffer.concat([carry, chunk as Buffer]);
+    const viewStart = size - carry.length;
     size += (chunk as Buffer).length;
-    if (size > MAX_PATCH_READ) {
+    chunks.push(chunk as Buffer);
+    let from = 0;
+    if (patchStart < 0) {
+      const end = view.indexOf(RAW_END);
+      if (end >= 0) {
+        patchStart = viewStart + end + RAW_END.length;
+        patchesBegun = 1;
+        from = end + RAW_END.length;
+      }
+    }
+    if (patchStart >= 0) {
+      // The carry is one byte shorter than a header: none is counted twice.
+      for (let at = view.indexOf(PATCH_HEADER, from); at >= 0; at = view.indexOf(PATCH_HEADER, at + 1))
+        patchesBegun += 1;
+    }
+    if (patchesBegun > maxPatches || size > MAX_PATCH_READ) {
       truncated = true;
       git.kill();
       break;
     }
-    chunks.push(chunk as Buffer);
+    carry = view.subarray(Math.max(0, view.length - (PATCH_HEADER.length - 1)));
   }
   if (!truncated) await git.done;
-  return { text: Buffer.concat(chunks).toString('utf8'), truncated };
+  const whole = Buffer.concat(chunks);
+  if (patchStart < 0) return { raw: whole.toString('utf8'), patch: '', truncated };
+  return {
+    raw: whole.subarray(0, patchStart).toString('utf8'),
+    patch: whole.subarray(patchStart).toString('utf8'),
+    truncated,
+  };
 }
 
 /**
  * The diff between two commits (ids, not user input), with GitLab's limits applied the way
  * Gitaly applies them: past the safe limits patches are emptied (`collapsed`), patches of
  * `maxPatchBytes` or more are emptied (`tooLarge`), and past a max limit the list stops
- * (`overflow`). git's output is read up to a bound, never whole.
+ * (`overflow`). git's output is read up to the first file past the limits, never whole.
  */
 export async function diffCommits(
   gitDir: string,
@@ -139,13 +187,10 @@ export async function diffCommits(
   for (const id of [left, right]) {
     if (!/^[0-9a-f]{40,64}$/.test(id)) throw new GitError('invalid_argument', 'diff takes commit or tree ids');
   }
-  // The file list and the patches come from two git processes, run side by side.
-  const [raw, patch] = await Promise.all([
-    runGit({ gitDir, subcommand: 'diff', flags: [...commonFlags, '--raw', '-z'], args: [left, right] }),
-    readBounded(gitDir, [...commonFlags, '--patch'], [left, right]),
-  ]);
-  const entries = parseRaw(raw.stdout.toString('utf8'));
-  const patches = splitPatches(patch.text);
+  // Patches up to the one past maxFiles decide the answer; the list stops there.
+  const diff = await readDiff(gitDir, [left, right], limits.maxFiles + 1);
+  const entries = parseRaw(diff.raw);
+  const patches = splitPatches(diff.patch);
   const files: FileDiff[] = [];
   let fileCount = 0;
   let lines = 0;
@@ -153,7 +198,7 @@ export async function diffCommits(
   let overflow = false;
   for (const [index, entry] of entries.entries()) {
     let text = patches[index] ?? '';
-    if (patch.truncated && index >= patches.length - 1) {
+    if (diff.truncated && index >= patches.length - 1) {
       overflow = true;
       break;
     }

@@ -23,8 +23,8 @@ const git = (...args: string[]) => gitIn(gitDir, ...args);
 const rev = async (r: string) => (await git('rev-parse', `${r}^{commit}`)).trim();
 
 /** Hunks per file from `git diff`, keyed by new path, as GitLab keeps them (from the first @@). */
-async function gitPatches(left: string, right: string): Promise<Record<string, string>> {
-  const text = await git('diff', '--no-color', '--find-renames=30%', '--full-index', left, right);
+async function gitPatches(left: string, right: string, dir = gitDir): Promise<Record<string, string>> {
+  const text = await gitIn(dir, 'diff', '--no-color', '--find-renames=30%', '--full-index', left, right);
   const out: Record<string, string> = {};
   for (const section of text.split(/^diff --git /m).slice(1)) {
     const lines = section.split('\n');
@@ -186,7 +186,81 @@ describe('GET /projects/:id/repository/compare', () => {
     });
     expect(over.body.compare_timeout).toBe(true);
     expect(over.body.diffs).toHaveLength(1000);
+
+    // Around the max: git's output is read up to the file past it, then git is stopped.
+    const manyId = (await exec('git', ['rev-parse', 'HEAD~1'], { cwd: work, env })).stdout.trim();
+    for (const total of [1000, 1001, 1002]) {
+      await exec('git', ['checkout', '--quiet', '-B', `total-${total}`, manyId], { cwd: work, env });
+      for (let i = 120; i < total; i++) await fs.writeFile(path.join(work, 'many', `h${i}.txt`), `${i}\n`);
+      await exec('git', ['add', '.'], { cwd: work, env });
+      await exec('git', ['commit', '--quiet', '-m', `${total} files`], { cwd: work, env });
+      await exec('git', ['push', '--quiet', 'origin', `HEAD:refs/heads/total-${total}`], { cwd: work, env });
+      const res = await app.request(`/projects/${big.id}/repository/compare`, {
+        query: { from: 'main', to: `total-${total}` },
+      });
+      expect({ total, timeout: res.body.compare_timeout }).toEqual({ total, timeout: total > 1000 });
+      expect(res.body.diffs).toHaveLength(1000);
+      const names = (await gitIn(bigDir, 'diff', '--name-only', 'main', `total-${total}`)).trim().split('\n');
+      expect(res.body.diffs.map((d: { new_path: string }) => d.new_path)).toEqual(names.slice(0, 1000));
+    }
     await fs.rm(scratch, { recursive: true, force: true });
+  });
+
+  it('diffs from the base git merge-base names when there are several, and from `from` when there is none', async () => {
+    const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-bases-'));
+    const { project: crossed, gitDir: dir } = await makeSampleProject(app, owner, { path: 'criss-cross' });
+    const work = path.join(scratch, 'work');
+    const env = gitEnvironment({
+      GIT_AUTHOR_NAME: 'A',
+      GIT_AUTHOR_EMAIL: 'a@e',
+      GIT_COMMITTER_NAME: 'A',
+      GIT_COMMITTER_EMAIL: 'a@e',
+    });
+    const run = (...args: string[]) => exec('git', args, { cwd: work, env });
+    const commitFile = async (name: string, content: string) => {
+      await fs.writeFile(path.join(work, name), content);
+      await run('add', name);
+      await run('commit', '--quiet', '-m', `${name}: ${content.trim()}`);
+    };
+    try {
+      await exec('git', ['clone', '--quiet', dir, work], { env });
+      // A criss-cross: a1 and b1 are both best common ancestors of a2 and b2.
+      await run('checkout', '--quiet', '-b', 'cross-a');
+      await commitFile('a.txt', 'a1\n');
+      await run('checkout', '--quiet', '-b', 'cross-b', 'main');
+      await commitFile('b.txt', 'b1\n');
+      await run('merge', '--quiet', '--no-edit', 'cross-a~0');
+      await commitFile('b.txt', 'b2\n');
+      await run('checkout', '--quiet', 'cross-a');
+      await run('merge', '--quiet', '--no-edit', 'cross-b~2');
+      await commitFile('a.txt', 'a2\n');
+      await run('checkout', '--quiet', '--orphan', 'unrelated');
+      await run('rm', '-r', '--quiet', '-f', '.');
+      await commitFile('alone.txt', 'alone\n');
+      await run('push', '--quiet', 'origin', 'cross-a', 'cross-b', 'unrelated');
+      const id = async (r: string) => (await gitIn(dir, 'rev-parse', r)).trim();
+      const [a, b, main] = await Promise.all([id('cross-a'), id('cross-b'), id('main')]);
+      expect((await gitIn(dir, 'merge-base', '--all', b, a)).trim().split('\n')).toHaveLength(2);
+
+      for (const [from, to, base, left] of [
+        ['cross-a', 'cross-b', a, (await gitIn(dir, 'merge-base', b, a)).trim()],
+        ['main', 'unrelated', main, main],
+      ] as const) {
+        const head = await id(to);
+        const res = await app.request(`/projects/${crossed.id}/repository/compare`, { query: { from, to } });
+        expect(res.status).toBe(200);
+        expect(res.body.web_url).toBe(`${app.baseUrl}/${crossed.full_path}/-/compare/${left}...${head}`);
+        const patches = Object.values(await gitPatches(left, head, dir));
+        expect(patches.length).toBeGreaterThan(0);
+        expect(res.body.diffs.map((d: { diff: string }) => d.diff)).toEqual(patches);
+        const names = await gitIn(dir, 'diff', '-z', '--name-only', '--find-renames=30%', left, head);
+        expect(res.body.diffs.map((d: { new_path: string }) => d.new_path)).toEqual(names.split('\0').filter(Boolean));
+        const commits = (await gitIn(dir, 'rev-list', '--reverse', head, `^${base}`)).trim().split('\n');
+        expect(res.body.commits.map((c: { id: string }) => c.id)).toEqual(commits);
+      }
+    } finally {
+      await fs.rm(scratch, { recursive: true, force: true });
+    }
   });
 });
 
