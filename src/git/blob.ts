@@ -31,14 +31,19 @@ export const STREAM_CONFIG = { 'core.bigFileThreshold': `${INLINE_BLOB_BYTES}` }
  * memory does not grow with size (small blobs are read whole: readBlobContent).
  */
 export function streamBlob(gitDir: string, info: ObjectInfo): BlobStream {
-  const git = streamGit({ gitDir, subcommand: 'cat-file', config: STREAM_CONFIG, args: ['blob', info.oid] });
+  const git = catBlob(gitDir, info);
   git.done.catch((error: Error) => git.stdout.destroy(error));
   return { info, stream: git.stdout, kill: git.kill };
 }
 
 /** Runs `git cat-file blob` with its stdout on `socket`: git writes the content to the client itself. */
 export function writeBlobTo(gitDir: string, info: ObjectInfo, socket: Socket): GitStream {
-  return streamGit({ gitDir, subcommand: 'cat-file', config: STREAM_CONFIG, args: ['blob', info.oid], output: socket });
+  return catBlob(gitDir, info, socket);
+}
+
+/** `git cat-file blob` through git's streaming reader, to a pipe or to `output`. */
+function catBlob(gitDir: string, info: ObjectInfo, output?: Socket): GitStream {
+  return streamGit({ gitDir, subcommand: 'cat-file', config: STREAM_CONFIG, args: ['blob', info.oid], output });
 }
 
 /** The first bytes of a blob (one read of git's output, up to 64 KiB), to tell its type; git is stopped then. */
@@ -100,26 +105,30 @@ export function parseLfsPointer(content: Buffer): { oid: string; size: number } 
   return oid && size ? { oid, size: Number(size) } : null;
 }
 
-/** The whole content of a blob: from the pooled batch process when it fits, else streamed. */
-export async function readBlobContent(gitDir: string, info: ObjectInfo): Promise<Buffer> {
-  if (info.size <= MAX_BATCH_OBJECT_BYTES) {
+/**
+ * A blob's content in pieces: in one piece from the pooled batch process up to `wholeUpTo` bytes,
+ * else streamed from its own `git cat-file blob`.
+ */
+async function* blobChunks(gitDir: string, info: ObjectInfo, wholeUpTo: number): AsyncGenerator<Buffer> {
+  if (info.size <= wholeUpTo) {
     const object = await readObject(gitDir, info.oid);
-    return object?.data ?? Buffer.alloc(0);
+    yield object?.data ?? Buffer.alloc(0);
+    return;
   }
-  const blob = streamBlob(gitDir, info);
-  const chunks: Buffer[] = [];
-  for await (const chunk of blob.stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
+  for await (const chunk of streamBlob(gitDir, info).stream) yield chunk as Buffer;
 }
 
-/** SHA-256 (hex) of a blob's content, streamed. */
+/** The whole content of a blob: from the pooled batch process when it fits, else streamed. */
+export async function readBlobContent(gitDir: string, info: ObjectInfo): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of blobChunks(gitDir, info, MAX_BATCH_OBJECT_BYTES)) chunks.push(chunk);
+  // One piece (the batch process's) is returned as it is, not copied.
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+}
+
+/** SHA-256 (hex) of a blob's content, streamed past INLINE_BLOB_BYTES. */
 export async function blobSha256(gitDir: string, info: ObjectInfo): Promise<string> {
   const hash = createHash('sha256');
-  if (info.size <= INLINE_BLOB_BYTES) {
-    const object = await readObject(gitDir, info.oid);
-    return hash.update(object?.data ?? Buffer.alloc(0)).digest('hex');
-  }
-  const blob = streamBlob(gitDir, info);
-  for await (const chunk of blob.stream) hash.update(chunk as Buffer);
+  for await (const chunk of blobChunks(gitDir, info, INLINE_BLOB_BYTES)) hash.update(chunk);
   return hash.digest('hex');
 }
