@@ -42,6 +42,23 @@ async function gitPatches(left: string, right: string, dir = gitDir): Promise<Re
   return out;
 }
 
+/** A sample project and a working clone of it in a scratch directory, with a committer set. */
+async function sampleClone(name: string) {
+  const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-compare-'));
+  const { project: cloned, gitDir: dir } = await makeSampleProject(app, owner, { path: name });
+  const work = path.join(scratch, 'work');
+  const env = gitEnvironment({
+    GIT_AUTHOR_NAME: 'A',
+    GIT_AUTHOR_EMAIL: 'a@e',
+    GIT_COMMITTER_NAME: 'A',
+    GIT_COMMITTER_EMAIL: 'a@e',
+  });
+  await exec('git', ['clone', '--quiet', dir, work], { env });
+  /** Runs git in the clone; answers its stdout. */
+  const run = async (...args: string[]) => (await exec('git', args, { cwd: work, env })).stdout;
+  return { project: cloned, gitDir: dir, work, run, remove: () => fs.rm(scratch, { recursive: true, force: true }) };
+}
+
 beforeAll(async () => {
   app = await startTestApp();
   owner = await makeUser(app);
@@ -155,22 +172,13 @@ describe('GET /projects/:id/repository/compare', () => {
   });
 
   it('collapses past the safe limits and stops at the max limits (compare_timeout)', async () => {
-    const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-limits-'));
-    const { project: big, gitDir: bigDir } = await makeSampleProject(app, owner, { path: 'limits' });
-    const work = path.join(scratch, 'work');
-    const env = gitEnvironment({
-      GIT_AUTHOR_NAME: 'A',
-      GIT_AUTHOR_EMAIL: 'a@e',
-      GIT_COMMITTER_NAME: 'A',
-      GIT_COMMITTER_EMAIL: 'a@e',
-    });
-    await exec('git', ['clone', '--quiet', bigDir, work], { env });
+    const { project: big, gitDir: bigDir, work, run, remove } = await sampleClone('limits');
     await fs.mkdir(path.join(work, 'many'));
     for (let i = 0; i < 120; i++)
       await fs.writeFile(path.join(work, 'many', `f${String(i).padStart(3, '0')}.txt`), `line ${i}\n`);
-    await exec('git', ['add', '.'], { cwd: work, env });
-    await exec('git', ['commit', '--quiet', '-m', 'many files'], { cwd: work, env });
-    await exec('git', ['push', '--quiet', 'origin', 'HEAD:refs/heads/many'], { cwd: work, env });
+    await run('add', '.');
+    await run('commit', '--quiet', '-m', 'many files');
+    await run('push', '--quiet', 'origin', 'HEAD:refs/heads/many');
     const res = await app.request(`/projects/${big.id}/repository/compare`, { query: { from: 'main', to: 'many' } });
     expect(res.body.diffs).toHaveLength(120);
     expect(res.body.compare_timeout).toBe(false);
@@ -178,9 +186,9 @@ describe('GET /projects/:id/repository/compare', () => {
     expect(res.body.diffs.slice(100).every((d: { diff: string }) => d.diff === '')).toBe(true);
 
     for (let i = 0; i < 1001; i++) await fs.writeFile(path.join(work, 'many', `g${i}.txt`), `${i}\n`);
-    await exec('git', ['add', '.'], { cwd: work, env });
-    await exec('git', ['commit', '--quiet', '-m', 'too many files'], { cwd: work, env });
-    await exec('git', ['push', '--quiet', 'origin', 'HEAD:refs/heads/too-many'], { cwd: work, env });
+    await run('add', '.');
+    await run('commit', '--quiet', '-m', 'too many files');
+    await run('push', '--quiet', 'origin', 'HEAD:refs/heads/too-many');
     const over = await app.request(`/projects/${big.id}/repository/compare`, {
       query: { from: 'main', to: 'too-many' },
     });
@@ -188,13 +196,13 @@ describe('GET /projects/:id/repository/compare', () => {
     expect(over.body.diffs).toHaveLength(1000);
 
     // Around the max: git's output is read up to the file past it, then git is stopped.
-    const manyId = (await exec('git', ['rev-parse', 'HEAD~1'], { cwd: work, env })).stdout.trim();
+    const manyId = (await run('rev-parse', 'HEAD~1')).trim();
     for (const total of [1000, 1001, 1002]) {
-      await exec('git', ['checkout', '--quiet', '-B', `total-${total}`, manyId], { cwd: work, env });
+      await run('checkout', '--quiet', '-B', `total-${total}`, manyId);
       for (let i = 120; i < total; i++) await fs.writeFile(path.join(work, 'many', `h${i}.txt`), `${i}\n`);
-      await exec('git', ['add', '.'], { cwd: work, env });
-      await exec('git', ['commit', '--quiet', '-m', `${total} files`], { cwd: work, env });
-      await exec('git', ['push', '--quiet', 'origin', `HEAD:refs/heads/total-${total}`], { cwd: work, env });
+      await run('add', '.');
+      await run('commit', '--quiet', '-m', `${total} files`);
+      await run('push', '--quiet', 'origin', `HEAD:refs/heads/total-${total}`);
       const res = await app.request(`/projects/${big.id}/repository/compare`, {
         query: { from: 'main', to: `total-${total}` },
       });
@@ -203,27 +211,17 @@ describe('GET /projects/:id/repository/compare', () => {
       const names = (await gitIn(bigDir, 'diff', '--name-only', 'main', `total-${total}`)).trim().split('\n');
       expect(res.body.diffs.map((d: { new_path: string }) => d.new_path)).toEqual(names.slice(0, 1000));
     }
-    await fs.rm(scratch, { recursive: true, force: true });
+    await remove();
   });
 
   it('diffs from the base git merge-base names when there are several, and from `from` when there is none', async () => {
-    const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-bases-'));
-    const { project: crossed, gitDir: dir } = await makeSampleProject(app, owner, { path: 'criss-cross' });
-    const work = path.join(scratch, 'work');
-    const env = gitEnvironment({
-      GIT_AUTHOR_NAME: 'A',
-      GIT_AUTHOR_EMAIL: 'a@e',
-      GIT_COMMITTER_NAME: 'A',
-      GIT_COMMITTER_EMAIL: 'a@e',
-    });
-    const run = (...args: string[]) => exec('git', args, { cwd: work, env });
+    const { project: crossed, gitDir: dir, work, run, remove } = await sampleClone('criss-cross');
     const commitFile = async (name: string, content: string) => {
       await fs.writeFile(path.join(work, name), content);
       await run('add', name);
       await run('commit', '--quiet', '-m', `${name}: ${content.trim()}`);
     };
     try {
-      await exec('git', ['clone', '--quiet', dir, work], { env });
       // A criss-cross: a1 and b1 are both best common ancestors of a2 and b2.
       await run('checkout', '--quiet', '-b', 'cross-a');
       await commitFile('a.txt', 'a1\n');
@@ -259,7 +257,7 @@ describe('GET /projects/:id/repository/compare', () => {
         expect(res.body.commits.map((c: { id: string }) => c.id)).toEqual(commits);
       }
     } finally {
-      await fs.rm(scratch, { recursive: true, force: true });
+      await remove();
     }
   });
 });
