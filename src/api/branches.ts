@@ -45,7 +45,12 @@ async function commitOf(gitDir: string, id: string): Promise<Commit> {
 async function present(ctx: AppContext, repo: LoadedRepository, refs: BranchRef[], all: BranchRef[]) {
   const { project, policy, gitDir } = repo;
   const defaultTip = all.find((b) => b.name === project.default_branch)?.target;
-  const merged = new Set(defaultTip ? (await listMergedBranches(gitDir, defaultTip)).map((b) => b.name) : []);
+  // Asked only for the branches answered, and not at all for those at the default branch's tip
+  // (never merged): showing the default branch costs no history walk.
+  const candidates = defaultTip ? refs.filter((b) => b.target !== defaultTip).map((b) => b.name) : [];
+  const merged = new Set(
+    defaultTip ? (await listMergedBranches(gitDir, defaultTip, candidates)).map((b) => b.name) : [],
+  );
   const pc = { baseUrl: ctx.state.deps.config.baseUrl };
   return Promise.all(
     refs.map(async (b) =>

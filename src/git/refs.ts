@@ -118,22 +118,26 @@ export async function isEmptyRepository(gitDir: string): Promise<boolean> {
 
 /**
  * Branches merged into the commit `tip` (their tip is an ancestor of it), leaving out those that
- * point at `tip` itself, as GitLab's merged_branch_names does.
+ * point at `tip` itself, as GitLab's merged_branch_names does. With `names`, only those branches
+ * are asked about: git then walks back only as far as the oldest of them needs.
  */
-export async function listMergedBranches(gitDir: string, tip: string): Promise<Branch[]> {
+export async function listMergedBranches(gitDir: string, tip: string, names?: readonly string[]): Promise<Branch[]> {
   if (!/^[0-9a-f]{40,64}$/.test(tip)) throw new InvalidArgumentError('merged-into takes a commit id');
+  if (names?.length === 0) return [];
   const out = await gitText({
     gitDir,
     subcommand: 'for-each-ref',
     flags: [`--merged=${tip}`, `--format=%(refname:lstrip=2)${FIELD}%(objectname)`, '--sort=refname'],
-    args: ['refs/heads/'],
+    // A pattern also matches the refs below it (`refs/heads/a` matches `refs/heads/a/b`).
+    args: names ? names.map((name) => `refs/heads/${name}`) : ['refs/heads/'],
   });
   if (out === '') return [];
+  const wanted = names ? new Set(names) : null;
   return out
     .split('\n')
     .map((line) => {
       const [name, target] = line.split('\0') as [string, string];
       return { name, target };
     })
-    .filter((b) => b.target !== tip);
+    .filter((b) => b.target !== tip && (!wanted || wanted.has(b.name)));
 }
