@@ -43,6 +43,8 @@ export interface GitCommand {
   /** `-c key=value` settings placed before the subcommand. */
   config?: Record<string, string>;
   subcommand: string;
+  /** The word some subcommands take first (`commit-graph write`), before any option. */
+  action?: string;
   /** Our own options; a pair is an option and its separate value (`['-p', sha]`). */
   flags?: readonly (string | readonly [string, string])[];
   args?: readonly string[];
@@ -64,6 +66,10 @@ export function buildArgv(cmd: GitCommand): string[] {
   if (cmd.gitDir !== undefined) argv.push(`--git-dir=${cmd.gitDir}`);
   for (const [key, value] of Object.entries(cmd.config ?? {})) argv.push('-c', `${key}=${value}`);
   argv.push(cmd.subcommand);
+  if (cmd.action !== undefined) {
+    if (!SUBCOMMAND.test(cmd.action)) throw new InvalidArgumentError('invalid git action');
+    argv.push(cmd.action);
+  }
   for (const item of cmd.flags ?? []) {
     const [flag, value] = typeof item === 'string' ? [item, undefined] : item;
     if (!FLAG.test(flag)) throw new InvalidArgumentError(`not a flag: ${flag}`);

@@ -1,5 +1,6 @@
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
+import { repositoryMaintenanceJob } from './repository-maintenance.js';
 import { bulkStorageMoveJob, storageMoveJob } from './storage-move.js';
 import type { JobKind } from './worker.js';
 
@@ -10,4 +11,5 @@ export const JOB_KINDS: JobKind[] = [
   billableMembersRefreshJob,
   memberExpiryJob,
   oauthPruneJob,
+  repositoryMaintenanceJob,
 ];

@@ -28,7 +28,7 @@ export const WRITE_LEASE_STALE_SECONDS = 180;
 /** This process as a lease holder: `<host>:<pid>:<nonce>` (the nonce tells a reused pid apart). */
 const HOLDER = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 
-export type WriteKind = 'push' | 'api' | 'lfs';
+export type WriteKind = 'push' | 'api' | 'lfs' | 'maintenance';
 
 export interface WriteLease {
   /** Ends the lease (idempotent); call it when the write has ended, however it ended. */

@@ -193,7 +193,8 @@ describe('storage moves and writes under way (write leases)', () => {
     const report = await push.finish(body);
     expect(report).toContain('unpack ok');
     expect(report).toContain('ok refs/heads/held-push');
-    expect(await drained).toBe(1);
+    // The move, then the upkeep the push queued, which finds the repository at its destination.
+    expect(await drained).toBe(2);
 
     const done = await moveRow(moveId);
     expect({ state: done.state, error: done.error_message }).toEqual({ state: 4, error: null });
@@ -204,6 +205,7 @@ describe('storage moves and writes under way (write leases)', () => {
     });
     expect(await exists(gitDir)).toBe(false);
     expect((await git([`--git-dir=${destDir}`, 'rev-parse', 'refs/heads/held-push'])).stdout.trim()).toBe(commit);
+    expect(await exists(path.join(destDir, 'objects', 'info', 'commit-graphs', 'commit-graph-chain'))).toBe(true);
     // A clone through the server (now from the destination) has the acknowledged push.
     const clone = path.join(scratch, `clone${++counter}`);
     const credentials = { login: admin.username, password: adminToken };

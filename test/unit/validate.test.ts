@@ -140,4 +140,13 @@ describe('the git command builder', () => {
     expect(() => buildArgv({ subcommand: 'log', flags: ['not-a-flag'] })).toThrow(InvalidArgumentError);
     expect(() => buildArgv({ subcommand: 'log', paths: ['a\0b'] })).toThrow(InvalidArgumentError);
   });
+  it('puts the action of a subcommand right after it, and takes only a plain word', () => {
+    expect(buildArgv({ subcommand: 'commit-graph', action: 'write', flags: ['--reachable'] })).toEqual([
+      'commit-graph',
+      'write',
+      '--reachable',
+    ]);
+    for (const action of ['--help', 'write --x', '', 'Write'])
+      expect(() => buildArgv({ subcommand: 'commit-graph', action }), action).toThrow(InvalidArgumentError);
+  });
 });

@@ -1,0 +1,12 @@
+import { maintainRepository, REPOSITORY_MAINTENANCE_JOB } from '../services/repository-maintenance.js';
+import type { JobKind } from './worker.js';
+
+/** Keeps a repository's commit-graph current after its refs changed. */
+export const repositoryMaintenanceJob: JobKind = {
+  kind: REPOSITORY_MAINTENANCE_JOB,
+  async run(ctx) {
+    const projectId = Number(ctx.job.payload.project_id);
+    const wrote = await maintainRepository(ctx.deps, projectId);
+    ctx.log.info({ project: projectId, wrote }, 'repository maintained');
+  },
+};
