@@ -45,7 +45,11 @@ export function advertiseRefs(gitDir: string, service: GitService, options: Serv
   });
 }
 
-/** `git <service> --stateless-rpc` with the client's request as stdin, its answer streamed. */
+/**
+ * `git <service> --stateless-rpc` with the client's request as stdin, its answer streamed. A push
+ * runs no `gc --auto` of its own (git would detach it, beyond the push's write lease): the
+ * repository maintenance job packs instead (optimizeRepository).
+ */
 export function runService(
   gitDir: string,
   service: GitService,
@@ -53,7 +57,7 @@ export function runService(
   options: ServiceOptions = {},
 ): GitStream {
   return streamGit({
-    config: options.config ?? {},
+    config: { ...(service === 'git-receive-pack' ? { 'receive.autogc': 'false' } : {}), ...options.config },
     subcommand: subcommand(service),
     flags: ['--stateless-rpc'],
     args: [gitDir],

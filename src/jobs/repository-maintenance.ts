@@ -1,7 +1,7 @@
 import { maintainRepository, REPOSITORY_MAINTENANCE_JOB } from '../services/repository-maintenance.js';
 import type { JobKind } from './worker.js';
 
-/** Keeps a repository's commit-graph current after its refs changed. */
+/** Keeps a repository packed and its commit-graph current after its refs changed. */
 export const repositoryMaintenanceJob: JobKind = {
   kind: REPOSITORY_MAINTENANCE_JOB,
   async run(ctx) {

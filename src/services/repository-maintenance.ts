@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { findProjectById } from '../db/queries/projects.js';
-import { writeCommitGraph } from '../git/commit-graph.js';
+import { optimizeRepository } from '../git/maintenance.js';
 import { enqueueJob } from '../jobs/queue.js';
 import type { Deps } from './deps.js';
 import { acquireWriteLease } from './write-leases.js';
@@ -24,8 +24,8 @@ export async function scheduleRepositoryMaintenance(deps: Deps, projectId: numbe
 }
 
 /**
- * Writes the commit-graph of a project's repository, under a write lease so a storage move waits
- * for it. Nothing to do when the project is gone or its repository is read-only (moving: the
+ * Packs and indexes a project's repository (optimizeRepository), under a write lease so a
+ * storage move waits for it. Nothing to do when the project is gone or its repository is read-only (moving: the
  * next change after the move schedules upkeep again). Returns whether it wrote.
  */
 export async function maintainRepository(deps: Deps, projectId: number): Promise<boolean> {
@@ -34,7 +34,7 @@ export async function maintainRepository(deps: Deps, projectId: number): Promise
   const lease = await acquireWriteLease(deps, project, 'maintenance');
   if (!lease) return false;
   try {
-    await writeCommitGraph(deps.storages.repositoryPath(project.repository_storage, project.id));
+    await optimizeRepository(deps.storages.repositoryPath(project.repository_storage, project.id));
     return true;
   } finally {
     await lease.release();

@@ -136,6 +136,25 @@ describe('repository maintenance', () => {
     expect(await queuedJobs(project)).toBe(0);
   });
 
+  it('packs in the job, not in the push: receive-pack runs no gc of its own', async () => {
+    const { project, gitDir } = await makeSampleProject(app, owner, { path: `kept-${++counter}` });
+    // Every push kept as a pack, and gc due at a second pack, in the foreground: were the push to
+    // run its own gc, it would have packed before answering.
+    const config = { 'receive.unpackLimit': '1', 'gc.autoPackLimit': '1', 'gc.autoDetach': 'false' };
+    for (const [key, value] of Object.entries(config)) await git([`--git-dir=${gitDir}`, 'config', key, value]);
+    const packs = async () =>
+      Number(/^packs: (\d+)$/m.exec(await git([`--git-dir=${gitDir}`, 'count-objects', '-v']))?.[1]);
+    await git([`--git-dir=${gitDir}`, 'repack', '-a', '-d', '-q']);
+    expect(await packs()).toBe(1);
+    const dir = await workClone(project);
+    await pushCommits(dir, 'packed', 2);
+    expect(await packs()).toBe(2);
+    await worker.drain();
+    expect(await packs()).toBe(1);
+    await git([`--git-dir=${gitDir}`, 'fsck', '--no-progress', '--connectivity-only']);
+    expect(await graphCommits(gitDir)).toBe(await reachableCommits(gitDir));
+  });
+
   it('leaves a read-only repository (a storage move under way) alone', async () => {
     const { project, gitDir } = await makeSampleProject(app, owner, { path: `kept-${++counter}` });
     await app.deps.db
