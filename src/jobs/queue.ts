@@ -99,6 +99,11 @@ export async function finishJob(
     .execute();
 }
 
+/** Deletes a job this worker holds (a done job of a kind that keeps no record). */
+export async function deleteJob(db: Db, id: number, workerId: string): Promise<void> {
+  await db.deleteFrom('jobs').where('id', '=', id).where('locked_by', '=', workerId).execute();
+}
+
 /**
  * Puts a job back in the queue to run at `runAt`. `refundAttempt` when the job did not fail but
  * was interrupted by a shutdown.

@@ -4,6 +4,8 @@ import type { JobKind } from './worker.js';
 /** Keeps a repository packed and its commit-graph current after its refs changed. */
 export const repositoryMaintenanceJob: JobKind = {
   kind: REPOSITORY_MAINTENANCE_JOB,
+  // One after every push: kept, they would pile up in the jobs table.
+  forgetDone: true,
   async run(ctx) {
     const projectId = Number(ctx.job.payload.project_id);
     const wrote = await maintainRepository(ctx.deps, projectId);

@@ -1,7 +1,15 @@
 import type { Logger } from 'pino';
 import type { Job } from '../db/schema.js';
 import type { Deps } from '../services/deps.js';
-import { claimJob, finishJob, heartbeatJob, releaseDeadWorkers, requeueJob, workerIdentity } from './queue.js';
+import {
+  claimJob,
+  deleteJob,
+  finishJob,
+  heartbeatJob,
+  releaseDeadWorkers,
+  requeueJob,
+  workerIdentity,
+} from './queue.js';
 
 /** What a job handler gets besides its payload. */
 export interface JobContext {
@@ -20,6 +28,8 @@ export interface JobKind {
   run(ctx: JobContext): Promise<void>;
   /** Called instead of `run` once the attempts are used up (and after the last failure). */
   giveUp?(ctx: JobContext, reason: string): Promise<void>;
+  /** Done jobs of this kind are deleted rather than kept (frequent upkeep, nothing to look back on). */
+  forgetDone?: boolean;
   /**
    * Runs when a worker starts (and before `drain({ recover: true })`): re-queues work of this
    * kind that lost its job row, so nothing waits forever. Returns how many jobs it queued.
@@ -160,7 +170,8 @@ export class Worker {
         return 'failed';
       }
       await kind.run(ctx);
-      await finishJob(this.deps.db, job.id, this.id, 'done');
+      if (kind.forgetDone) await deleteJob(this.deps.db, job.id, this.id);
+      else await finishJob(this.deps.db, job.id, this.id, 'done');
       return 'done';
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);

@@ -101,6 +101,13 @@ describe('repository maintenance', () => {
     expect(await queuedJobs(project)).toBe(1);
     await worker.drain();
     expect(await queuedJobs(project)).toBe(0);
+    // Done, the job leaves no row behind (one per push would pile up).
+    const left = await app.deps.db
+      .selectFrom('jobs')
+      .select('id')
+      .where('kind', '=', REPOSITORY_MAINTENANCE_JOB)
+      .execute();
+    expect(left).toEqual([]);
     const layers = await graphLayers(gitDir);
     expect(layers.length).toBeGreaterThan(0);
     for (const layer of layers) expect(layer.chunks).toEqual(expect.arrayContaining(['OIDF', 'BIDX', 'BDAT']));
