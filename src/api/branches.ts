@@ -47,7 +47,7 @@ async function present(ctx: AppContext, repo: LoadedRepository, refs: BranchRef[
   const defaultTip = all.find((b) => b.name === project.default_branch)?.target;
   // Asked only for the branches answered, and not at all for those at the default branch's tip
   // (never merged): showing the default branch costs no history walk.
-  const candidates = defaultTip ? refs.filter((b) => b.target !== defaultTip).map((b) => b.name) : [];
+  const candidates = refs.filter((b) => b.target !== defaultTip).map((b) => b.name);
   const merged = new Set(
     defaultTip ? (await listMergedBranches(gitDir, defaultTip, candidates)).map((b) => b.name) : [],
   );

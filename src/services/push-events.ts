@@ -142,5 +142,5 @@ export async function recordRefChanges(
   await recordPushEvents(deps, project, user, gitDir, updates);
   await updateProject(deps.db, project.id, { last_activity_at: deps.clock.now() });
   // Deleting refs adds no commits to the graph.
-  if (updates.some((u) => !/^0+$/.test(u.newId))) await scheduleRepositoryMaintenance(deps, project.id);
+  if (updates.some((u) => !isZero(u.newId))) await scheduleRepositoryMaintenance(deps, project.id);
 }

@@ -24,9 +24,9 @@ export async function scheduleRepositoryMaintenance(deps: Deps, projectId: numbe
 }
 
 /**
- * Packs and indexes a project's repository (optimizeRepository), under a write lease so a
- * storage move waits for it. Nothing to do when the project is gone or its repository is read-only (moving: the
- * next change after the move schedules upkeep again). Returns whether it wrote.
+ * Packs and indexes a project's repository (optimizeRepository), under a write lease so a storage
+ * move waits for it. Nothing to do when the project is gone or its repository is read-only
+ * (moving: the next change after the move schedules upkeep again). Returns whether it wrote.
  */
 export async function maintainRepository(deps: Deps, projectId: number): Promise<boolean> {
   const project = await findProjectById(deps.db, projectId);

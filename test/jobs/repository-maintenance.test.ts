@@ -164,18 +164,16 @@ describe('repository maintenance', () => {
 
   it('leaves a read-only repository (a storage move under way) alone', async () => {
     const { project, gitDir } = await makeSampleProject(app, owner, { path: `kept-${++counter}` });
-    await app.deps.db
-      .updateTable('projects')
-      .set({ repository_read_only: true })
-      .where('id', '=', project.id)
-      .execute();
+    const setReadOnly = (readOnly: boolean) =>
+      app.deps.db
+        .updateTable('projects')
+        .set({ repository_read_only: readOnly })
+        .where('id', '=', project.id)
+        .execute();
+    await setReadOnly(true);
     expect(await maintainRepository(app.deps, project.id)).toBe(false);
     expect(await graphLayers(gitDir)).toEqual([]);
-    await app.deps.db
-      .updateTable('projects')
-      .set({ repository_read_only: false })
-      .where('id', '=', project.id)
-      .execute();
+    await setReadOnly(false);
     expect(await maintainRepository(app.deps, project.id)).toBe(true);
     expect(await graphCommits(gitDir)).toBe(await reachableCommits(gitDir));
     expect(await maintainRepository(app.deps, project.id + 1000)).toBe(false);
