@@ -7,7 +7,7 @@ import { JOB_KINDS } from './jobs/kinds.js';
 import { Worker } from './jobs/worker.js';
 import { LockedError } from './lib/lock-file.js';
 import { progressBar } from './lib/progress-bar.js';
-import { openRuntime, type Runtime } from './runtime.js';
+import { createLogger, openRuntime, type Runtime } from './runtime.js';
 import { refreshAllBillableMembers } from './services/billable-members.js';
 import {
   type Directory,
@@ -23,10 +23,13 @@ import { watchMoves } from './storage/move-watch.js';
 import { MOVE_STATE_NAMES, scheduleBulkMoves, scheduleMove } from './storage/moves.js';
 import { storageWeights } from './storage/placement.js';
 
-/** Runs `fn` with an open runtime (quiet logs), closing it afterwards. */
+/**
+ * Runs `fn` with an open runtime, closing it afterwards: quiet logs on stderr (stdout is the
+ * command's answer), on the running server's embedded database when one runs.
+ */
 async function withRuntime(fn: (runtime: Runtime) => Promise<void>): Promise<void> {
   const config = loadConfig({ LOG_LEVEL: 'warn', ...process.env });
-  const runtime = await openRuntime(config);
+  const runtime = await openRuntime(config, { logger: createLogger(config, 2), shareRunning: true });
   try {
     await fn(runtime);
   } finally {
@@ -123,7 +126,7 @@ storage
   .option('--to <storage>', 'destination (default: picked by the storage weights)')
   .option('--no-wait', 'only schedule the moves; a running server carries them out')
   .action((opts: { project?: string; from?: string; to?: string; wait: boolean }) =>
-    withRuntime(async ({ deps, database }) => {
+    withRuntime(async ({ deps, owner }) => {
       if ((opts.project === undefined) === (opts.from === undefined)) {
         throw new CliError('give exactly one of --project and --from');
       }
@@ -154,7 +157,7 @@ storage
         ).map((p) => [p.id, p.full_path]),
       );
       // This process runs the moves itself (a server sharing a PostgreSQL database may take some).
-      const worker = new Worker(deps, JOB_KINDS, { exclusive: database.kind === 'pglite' });
+      const worker = new Worker(deps, JOB_KINDS, { exclusive: owner });
       const interrupt = () => void worker.stop();
       process.once('SIGINT', interrupt);
       await worker.start();

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -8,8 +9,10 @@ export interface Config {
   /** External URL without a trailing slash, used in links, web_url and Link headers. */
   baseUrl: string;
   storageDir: string;
-  /** Set → PostgreSQL through `pg`; unset → embedded PGlite under `<storageDir>/db`. */
+  /** Set → that PostgreSQL; unset → the embedded PostgreSQL server in `<storageDir>/db`. */
   databaseUrl: string | undefined;
+  /** Server processes sharing the port, database, storages and jobs (node:cluster). */
+  workers: number;
   /** Named storage roots, absolute paths. `default` always exists. */
   repositoryStorages: Record<string, string>;
   adminPassword: string | undefined;
@@ -63,6 +66,20 @@ export function parseRepositoryStorages(value: string, cwd: string): Record<stri
   return storages;
 }
 
+/** Most server processes WORKERS may ask for. */
+const MAX_WORKERS = 64;
+
+/** WORKERS: a whole number of processes, or `auto` for one per core. Default 1. */
+export function parseWorkers(value: string | undefined): number {
+  if (value === undefined || value === '') return 1;
+  if (value === 'auto') return Math.min(os.availableParallelism(), MAX_WORKERS);
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > MAX_WORKERS) {
+    throw new ConfigError(`WORKERS must be a whole number from 1 to ${MAX_WORKERS} or "auto", got "${value}"`);
+  }
+  return n;
+}
+
 /** Reads the configuration from environment variables (all optional). */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Config {
   const port = z.coerce
@@ -94,6 +111,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     throw new ConfigError('REPOSITORY_STORAGES must name a storage called "default"');
   }
   const databaseUrl = env.DATABASE_URL || undefined;
+  const workers = parseWorkers(env.WORKERS);
   const oauthHttpRedirectUris = env.OAUTH_HTTP_REDIRECT_URIS || 'any';
   if (!(OAUTH_HTTP_REDIRECT_URIS as readonly string[]).includes(oauthHttpRedirectUris)) {
     throw new ConfigError(
@@ -106,6 +124,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     baseUrl,
     storageDir,
     databaseUrl,
+    workers,
     repositoryStorages: storages,
     adminPassword: env.ADMIN_PASSWORD || undefined,
     adminToken: env.ADMIN_TOKEN || undefined,

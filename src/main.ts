@@ -1,24 +1,40 @@
+import cluster from 'node:cluster';
 import http from 'node:http';
 import { createApp } from './app.js';
-import { ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
+import { EmbeddedPostgresError } from './db/embedded-postgres.js';
 import { checkGitVersion } from './git/command.js';
 import { JOB_KINDS } from './jobs/kinds.js';
 import { scheduleMemberJobs } from './jobs/members.js';
 import { scheduleOauthJobs } from './jobs/oauth.js';
+import { releaseDeadWorkers } from './jobs/queue.js';
 import { Worker } from './jobs/worker.js';
 import { LockedError } from './lib/lock-file.js';
-import { createLogger, openRuntime } from './runtime.js';
+import { createLogger, openRuntime, type Runtime } from './runtime.js';
 import { ensureRootUser } from './services/bootstrap.js';
 import { seedDemo } from './services/seed.js';
 
-/** Starts Depot: config, git check, lock, database, migrations, bootstrap, listen. */
+/** How the primary tells its server processes where the database is (WORKERS > 1). */
+const DATABASE_ENV = 'DEPOT_WORKER_DATABASE';
+/** A server process that dies is started again, unless they die faster than this. */
+const RESPAWN_MIN_INTERVAL_MS = 1_000;
+
+/**
+ * Starts Depot: config, git check, database (the embedded server started and locked),
+ * migrations, bootstrap; then serves in this process (WORKERS=1) or in WORKERS server processes
+ * that share the port (node:cluster), the database, the storages and the job queue.
+ */
 async function main(): Promise<void> {
   const config = loadConfig();
   const logger = createLogger(config);
+  if (cluster.isWorker) {
+    const runtime = await openRuntime(config, { logger, attach: process.env[DATABASE_ENV] as string });
+    await serve(config, runtime, false);
+    return;
+  }
   const gitVersion = await checkGitVersion();
   const runtime = await openRuntime(config, { logger });
-  const { deps, database } = runtime;
-  const bootstrap = await ensureRootUser(deps);
+  const bootstrap = await ensureRootUser(runtime.deps);
   if (bootstrap.created) {
     if (bootstrap.credentialsFile) {
       const lines = [
@@ -32,10 +48,22 @@ async function main(): Promise<void> {
       process.stdout.write(`${lines.join('\n')}\n`);
     }
     if (config.seedDemo) {
-      const seeded = await seedDemo(deps);
+      const seeded = await seedDemo(runtime.deps);
       logger.info({ project: seeded.full_path }, 'seeded the demo project');
     }
   }
+  // Daily jobs: the billable-member refresh (12:00 UTC) and the removal of expired memberships;
+  // the deletion of expired OAuth codes and dead revoked tokens (03:20 UTC).
+  await scheduleMemberJobs(runtime.deps);
+  await scheduleOauthJobs(runtime.deps);
+  logger.info({ git: gitVersion, database: runtime.database.kind, workers: config.workers }, 'Depot is starting');
+  if (config.workers === 1) await serve(config, runtime, runtime.owner);
+  else await superviseWorkers(config, runtime);
+}
+
+/** Listens and runs jobs in this process until SIGTERM or SIGINT. */
+async function serve(config: Config, runtime: Runtime, ownsQueue: boolean): Promise<void> {
+  const { deps } = runtime;
   const app = createApp(deps);
   const server = http.createServer(app.callback());
   server.keepAliveTimeout = 65_000;
@@ -43,20 +71,16 @@ async function main(): Promise<void> {
     server.once('error', reject);
     server.listen(config.port, config.host, resolve);
   });
-  logger.info({ url: config.baseUrl, git: gitVersion, database: database.kind }, 'Depot is listening');
-  // Background jobs (storage moves, ...); with embedded PGlite this process alone owns the queue.
-  const worker = new Worker(deps, JOB_KINDS, { exclusive: database.kind === 'pglite' });
+  deps.logger.info({ url: config.baseUrl, pid: process.pid }, 'Depot is listening');
+  // Background jobs (storage moves, ...): shared through the jobs table by every process.
+  const worker = new Worker(deps, JOB_KINDS, { exclusive: ownsQueue });
   await worker.start();
-  // Daily jobs: the billable-member refresh (12:00 UTC) and the removal of expired memberships.
-  await scheduleMemberJobs(deps);
-  // Daily deletion of expired OAuth codes and dead revoked tokens (03:20 UTC).
-  await scheduleOauthJobs(deps);
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    deps.logger.info({ signal }, 'shutting down');
     server.close();
     server.closeIdleConnections();
     await worker.stop();
@@ -67,8 +91,50 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM'));
 }
 
+/**
+ * The primary of WORKERS server processes: starts them, starts one again when it dies, and on
+ * SIGTERM or SIGINT stops them all before the database.
+ */
+async function superviseWorkers(config: Config, runtime: Runtime): Promise<void> {
+  const { logger } = runtime.deps;
+  // Jobs left running by a process that died: requeued before any server process claims one.
+  if (runtime.owner) await releaseDeadWorkers(runtime.deps.db, '', true);
+  const env = { [DATABASE_ENV]: runtime.database.url };
+  let stopping = false;
+  let lastRespawn = 0;
+  for (let i = 0; i < config.workers; i++) cluster.fork(env);
+  cluster.on('exit', (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) void finish();
+      return;
+    }
+    logger.error({ pid: worker.process.pid, code, signal }, 'a server process died');
+    if (Date.now() - lastRespawn < RESPAWN_MIN_INTERVAL_MS) {
+      logger.fatal('server processes die as they start; stopping');
+      void stopAll('respawn');
+      return;
+    }
+    lastRespawn = Date.now();
+    cluster.fork(env);
+  });
+  const finish = async () => {
+    await runtime.close();
+    process.exit(0);
+  };
+  const stopAll = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const workers = Object.values(cluster.workers ?? {});
+    if (workers.length === 0) return finish();
+    for (const worker of workers) worker?.process.kill('SIGTERM');
+  };
+  process.on('SIGINT', () => void stopAll('SIGINT'));
+  process.on('SIGTERM', () => void stopAll('SIGTERM'));
+}
+
 main().catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof LockedError) {
+  if (error instanceof ConfigError || error instanceof LockedError || error instanceof EmbeddedPostgresError) {
     process.stderr.write(`depot: ${error.message}\n`);
   } else if (error instanceof Error && /git/.test(error.message) && !error.stack?.includes('node_modules')) {
     process.stderr.write(`depot: ${error.message}\n`);

@@ -1,13 +1,12 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { gitEnvironment } from '../src/git/command.js';
 import { writeLeftovers } from '../src/git/locks.js';
-import { type ServerProcess, startServerProcess } from './support/server-process.js';
+import { type ServerProcess, startServerProcess, tempStorageDir } from './support/server-process.js';
 
 /**
  * Issue 4, item 4: a server killed in the middle of a write leaves a valid repository whose
@@ -66,7 +65,7 @@ describe('a crash in the middle of a commit', () => {
   it('leaves a repository git fsck finds clean, with the branch at the old or the new commit', {
     timeout: 300_000,
   }, async () => {
-    const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-crash-'));
+    const storage = tempStorageDir('depot-crash-');
     dirs.push(storage);
     const env = { STORAGE_DIR: storage, ADMIN_TOKEN: TOKEN, ADMIN_PASSWORD: 'crash-test-password' };
     server = await startServerProcess(env);

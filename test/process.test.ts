@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from './support/server-process.js';
+import { freePort, tempStorageDir } from './support/server-process.js';
 
 /**
  * The real entry points as a user runs them: `npm start` (src/main.ts) and the admin CLI,
@@ -56,7 +56,7 @@ describe('npm start on a fresh storage directory', () => {
   it('creates root with printed credentials, seeds the demo project, and refuses a second process', {
     timeout: 180_000,
   }, async () => {
-    const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-start-'));
+    const storage = tempStorageDir('depot-start-');
     dirs.push(storage);
     const port = await freePort();
     const server = startServer({ STORAGE_DIR: storage, PORT: String(port) });
@@ -108,7 +108,7 @@ describe('npm start on a fresh storage directory', () => {
   it('takes ADMIN_PASSWORD and ADMIN_TOKEN from the environment and writes no credentials file', {
     timeout: 120_000,
   }, async () => {
-    const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-start-'));
+    const storage = tempStorageDir('depot-start-');
     dirs.push(storage);
     const port = await freePort();
     const server = startServer({
@@ -159,7 +159,7 @@ describe('npm start on a fresh storage directory', () => {
 
 describe('the admin CLI', () => {
   it('migrates, creates a user and prints a working token', { timeout: 120_000 }, () => {
-    const storage = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-cli-'));
+    const storage = tempStorageDir('depot-cli-');
     dirs.push(storage);
     const run = (...args: string[]) =>
       spawnSync(tsx, ['src/cli.ts', ...args], {

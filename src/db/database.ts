@@ -1,68 +1,125 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { Kysely, type MigrationResult, Migrator, PostgresDialect } from 'kysely';
-import { PGliteDialect } from 'kysely-pglite-dialect';
+import {
+  Kysely,
+  type MigrationResult,
+  Migrator,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+} from 'kysely';
 import pg from 'pg';
+import { LookupCache, writtenTables } from './lookup-cache.js';
 import { migrations } from './migrations/index.js';
-import { ProjectCache } from './project-cache.js';
+import { listenForRowChanges } from './row-change-listener.js';
 import type { DB } from './schema.js';
 
 export type Db = Kysely<DB>;
 
 export interface Database {
   db: Db;
-  kind: 'pglite' | 'postgres';
-  /** The embedded instance (PGlite only), for snapshots. */
-  pglite?: PGlite;
-  /** Project rows kept in process (PGlite only: its queries run on the event loop). */
-  projectCache?: ProjectCache;
+  kind: 'embedded' | 'postgres';
+  /** The server's `postgres://` URL (`?host=` names a socket directory), for connections of their own. */
+  url: string;
+  /** Lookups kept in process (src/db/lookup-cache.ts); absent when opened with `lookups: false`. */
+  lookups?: LookupCache;
+  /** Resolves once the lookup cache hears of every change (its LISTEN is in place). */
+  listening: Promise<void>;
+  /** Statements sent through the pool so far (tests count them per request). */
+  queries(): number;
   close(): Promise<void>;
 }
 
 const INT8_OID = 20;
 const DATE_OID = 1082;
 
-// Both drivers must hand back the same JS types: int8 (count(*)) as a number, dates as the
-// `YYYY-MM-DD` text PostgreSQL sends (pg would otherwise build a local-time Date).
+// int8 (count(*)) as a number, dates as the `YYYY-MM-DD` text PostgreSQL sends (pg would
+// otherwise build a local-time Date).
 pg.types.setTypeParser(INT8_OID, (value: string) => Number(value));
 pg.types.setTypeParser(DATE_OID, (value: string) => value);
-const PGLITE_PARSERS = {
-  [INT8_OID]: (value: string) => Number(value),
-  [DATE_OID]: (value: string) => value,
-};
 
-/** Opens PostgreSQL through `pg`. */
-export function openPostgres(connectionString: string, maxConnections = 10): Database {
-  const pool = new pg.Pool({ connectionString, max: maxConnections });
+/** `target` with another database of the same server. */
+export function withDatabase(databaseUrl: string, database: string): string {
+  const url = new URL(databaseUrl);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** Opens PostgreSQL (external or embedded) through a `pg` pool. */
+export function openPostgres(
+  url: string,
+  options: { maxConnections?: number | undefined; kind?: Database['kind']; lookups?: boolean } = {},
+): Database {
+  const pool = new pg.Pool({ connectionString: url, max: options.maxConnections ?? 10 });
   // An idle client's connection can die (server restart, DROP DATABASE ... FORCE); pg-pool then
   // emits 'error' on the pool, which crashes the process unless handled. The pool replaces it.
   pool.on('error', () => {});
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return { db, kind: 'postgres', close: () => db.destroy() };
-}
-
-/** Opens an embedded PGlite database in `dataDir` (created if needed), or from a snapshot. */
-export async function openPglite(dataDir: string | undefined, options: { loadDataDir?: Blob } = {}): Promise<Database> {
-  if (dataDir) fs.mkdirSync(path.dirname(dataDir), { recursive: true });
-  const pglite = await PGlite.create({
-    ...(dataDir ? { dataDir } : {}),
-    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-    parsers: PGLITE_PARSERS,
-  });
-  const db = new Kysely<DB>({ dialect: new PGliteDialect(pglite) });
-  const projectCache = new ProjectCache();
-  await pglite.listen('depot_row_change', () => projectCache.invalidate());
+  const lookups = options.lookups === false ? undefined : new LookupCache();
+  const listener = lookups ? listenForRowChanges(url, lookups) : undefined;
+  const observed = new ObservedPool(pool, (table) => lookups?.invalidate(table));
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: observed }) });
   return {
     db,
-    kind: 'pglite',
-    pglite,
-    projectCache,
+    kind: options.kind ?? 'postgres',
+    url,
+    ...(lookups ? { lookups } : {}),
+    listening: listener?.ready ?? Promise.resolve(),
+    queries: () => observed.queries,
     close: async () => {
+      await listener?.close();
       await db.destroy();
-      if (!pglite.closed) await pglite.close();
     },
   };
+}
+
+/**
+ * The pool as Kysely sees it, counting statements and telling `onCommit` which watched tables
+ * a statement wrote once it is committed: at once outside a transaction, at COMMIT inside one.
+ * This is how the process that makes a change forgets its stale lookups before it answers,
+ * ahead of the trigger's notice.
+ */
+class ObservedPool implements PostgresPool {
+  queries = 0;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly onCommit: (table: string) => void,
+  ) {}
+
+  async connect(): Promise<PostgresPoolClient> {
+    const client = await this.pool.connect();
+    let inTransaction = false;
+    const pending = new Set<string>();
+    const observed = {
+      query: (text: unknown, parameters?: readonly unknown[]) => {
+        if (typeof text !== 'string') return client.query(text as never);
+        this.queries += 1;
+        const head = text.trimStart().slice(0, 20).toLowerCase();
+        const tables = writtenTables(text);
+        const result = client.query(text, parameters as unknown[]);
+        return result.then((value) => {
+          if (head.startsWith('begin') || head.startsWith('start transaction')) inTransaction = true;
+          else if (head.startsWith('commit') || (head.startsWith('rollback') && !head.startsWith('rollback to'))) {
+            if (head.startsWith('commit')) for (const table of pending) this.onCommit(table);
+            pending.clear();
+            inTransaction = false;
+          } else if (inTransaction) for (const table of tables) pending.add(table);
+          else for (const table of tables) this.onCommit(table);
+          return value;
+        });
+      },
+      release: () => {
+        // A connection returned in the middle of a transaction is rolled back by whoever
+        // reuses it; what it wrote is not committed.
+        pending.clear();
+        inTransaction = false;
+        client.release();
+      },
+    };
+    return observed as unknown as PostgresPoolClient;
+  }
+
+  end(): Promise<void> {
+    return this.pool.end();
+  }
 }
 
 export class MigrationError extends Error {}
@@ -83,7 +140,7 @@ export async function migrateToLatest(db: Kysely<unknown> | Db): Promise<Migrati
   return results ?? [];
 }
 
-/** PostgreSQL error code of a driver error (pg and PGlite both set `code`). */
+/** PostgreSQL error code of a driver error. */
 export function pgErrorCode(error: unknown): string | undefined {
   if (error && typeof error === 'object' && 'code' in error) {
     const code = (error as { code: unknown }).code;

@@ -38,8 +38,8 @@ export function acquireLock(lockPath: string, what: string): () => void {
         if (Number.isInteger(holder) && holder !== process.pid && processAlive(holder)) {
           throw new LockedError(
             `${what} is already in use by process ${holder} (lock file ${lockPath}). ` +
-              'Only one Depot process may use the embedded database; stop the other one, or use ' +
-              'PostgreSQL (DATABASE_URL) to run several.',
+              'Only one Depot server may run on a storage directory; stop the other one, or set WORKERS ' +
+              'to run several server processes.',
           );
         }
         fs.unlinkSync(lockPath); // stale: its process is gone

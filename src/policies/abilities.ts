@@ -1,7 +1,7 @@
 import { groupAccessLevel, hasDescendantMembership, projectAccessLevel } from '../db/queries/access.js';
 import type { Namespace, Project, User } from '../db/schema.js';
 import { forbidden } from '../http/errors.js';
-import { type Deps, today } from '../services/deps.js';
+import { cachedLookup, type Deps, today } from '../services/deps.js';
 import { AccessLevel, PROJECT_CREATION_LEVELS, SUBGROUP_CREATION_LEVELS } from './access-levels.js';
 
 export type ProjectAbility =
@@ -127,17 +127,29 @@ export async function loadProjectPolicy(
 ): Promise<ProjectPolicy> {
   let level = 0;
   if (user?.admin) level = AccessLevel.ADMIN;
-  else if (user) level = await projectAccessLevel(deps.db, user.id, project.id, namespace.traversal_ids, today(deps));
+  else if (user) {
+    const date = today(deps);
+    const key = `${user.id}:${project.id}:${namespace.traversal_ids.join('/')}:${date}`;
+    level = (await cachedLookup(deps, 'projectLevel', key, () =>
+      projectAccessLevel(deps.db, user.id, project.id, namespace.traversal_ids, date),
+    )) as number;
+  }
   return new ProjectPolicy(user, project, namespace, level);
 }
 
 export async function loadGroupPolicy(deps: Deps, user: User | null, group: Namespace): Promise<GroupPolicy> {
   if (!user) return new GroupPolicy(user, group, 0, false);
   if (user.admin) return new GroupPolicy(user, group, AccessLevel.ADMIN, true);
-  const level = await groupAccessLevel(deps.db, user.id, group.traversal_ids, today(deps));
+  const date = today(deps);
+  const key = `${user.id}:${group.traversal_ids.join('/')}:${date}`;
+  const level = (await cachedLookup(deps, 'groupLevel', key, () =>
+    groupAccessLevel(deps.db, user.id, group.traversal_ids, date),
+  )) as number;
   const viaDescendant =
     level === 0 && (group.visibility === 'private' || (group.visibility === 'internal' && user.external))
-      ? await hasDescendantMembership(deps.db, user.id, group.id, today(deps))
+      ? ((await cachedLookup(deps, 'groupLevel', `${key}:below`, () =>
+          hasDescendantMembership(deps.db, user.id, group.id, date),
+        )) as boolean)
       : false;
   return new GroupPolicy(user, group, level, viaDescendant);
 }

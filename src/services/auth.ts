@@ -11,7 +11,7 @@ import {
   unauthorized,
 } from '../http/errors.js';
 import { digestToken, safeEqual } from '../lib/crypto.js';
-import { type Deps, today } from './deps.js';
+import { cachedLookup, type Deps, today } from './deps.js';
 import { findAccessToken, isTokenExpired } from './oauth.js';
 
 /** A credential that authenticated the request. */
@@ -83,7 +83,9 @@ export async function resolveActor(
     if (oauth) return finishActor(deps, oauth.user, oauth.token, credentials, rules, method);
   }
   const digest = digestToken(presented);
-  const row = await findPersonalAccessTokenByDigest(deps.db, digest);
+  const row = await cachedLookup(deps, 'personalAccessToken', digest, () =>
+    findPersonalAccessTokenByDigest(deps.db, digest),
+  );
   if (!row || !safeEqual(row.token_digest, digest)) throw unauthorized();
   const now = deps.clock.now();
   if (isExpired(row.expires_at, today(deps))) throw invalidToken(TOKEN_EXPIRED);
@@ -94,7 +96,7 @@ export async function resolveActor(
   if (!row.last_used_at || now.getTime() - row.last_used_at.getTime() > LAST_USED_INTERVAL_MS) {
     await touchPersonalAccessToken(deps.db, row.id, now);
   }
-  const user = await findUserById(deps.db, row.user_id);
+  const user = await findCachedUser(deps, row.user_id);
   if (!user) throw unauthorized();
   const token: AuthToken = { kind: 'personal_access_token', id: row.id, scopes: row.scopes };
   return finishActor(deps, user, token, credentials, rules, method);
@@ -109,10 +111,14 @@ async function resolveOauthToken(deps: Deps, presented: string): Promise<{ user:
   if (!row) return undefined;
   if (isTokenExpired(row, deps.clock.now())) throw invalidToken(TOKEN_EXPIRED);
   if (row.revoked_at !== null) throw invalidToken(TOKEN_REVOKED);
-  const user = await findUserById(deps.db, row.user_id);
+  const user = await findCachedUser(deps, row.user_id);
   if (!user) throw unauthorized();
   return { user, token: { kind: 'oauth_access_token', id: row.id, scopes: row.scopes } };
 }
+
+/** A token's user (the lookup every authenticated request makes). */
+const findCachedUser = (deps: Deps, id: number) =>
+  cachedLookup(deps, 'user', `#${id}`, () => findUserById(deps.db, id));
 
 /** The steps shared by every kind of token: the user may use the API, sudo, then the scopes. */
 async function finishActor(

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Db } from '../db/database.js';
-import type { ProjectCache } from '../db/project-cache.js';
+import type { LookupCache, LookupKind } from '../db/lookup-cache.js';
 import type { Clock } from '../lib/clock.js';
 import { utcDate } from '../lib/clock.js';
 import type { Storages } from '../storage/storages.js';
@@ -13,8 +13,18 @@ export interface Deps {
   clock: Clock;
   logger: Logger;
   storages: Storages;
-  /** Project lookups kept in process, when the database says it is safe (DESIGN.md). */
-  projectCache?: ProjectCache | undefined;
+  /** Tokens, users, projects, namespaces and access levels kept in process (src/db/lookup-cache.ts). */
+  lookups?: LookupCache | undefined;
+}
+
+/** `load()`, through the in-process lookup cache when there is one. */
+export function cachedLookup<T>(
+  deps: Pick<Deps, 'lookups'>,
+  kind: LookupKind,
+  key: string,
+  load: () => Promise<T | undefined>,
+): Promise<T | undefined> {
+  return deps.lookups ? deps.lookups.lookup(kind, key, load) : load();
 }
 
 /** Today's date in UTC by the injected clock. */

@@ -20,7 +20,7 @@ import { removeRepository } from '../git/repository.js';
 import { isValidBranchName } from '../git/validate.js';
 import { toDbId } from '../lib/ids.js';
 import { AccessLevel, PROJECT_CREATION_LEVELS, SUBGROUP_CREATION_LEVELS } from '../policies/access-levels.js';
-import type { Deps } from './deps.js';
+import { cachedLookup, type Deps } from './deps.js';
 import { Validation } from './errors.js';
 import { GROUP_NAME_MESSAGE, isReservedChild, isReservedTopLevel, isValidGroupName } from './paths.js';
 import { fitsWithin } from './visibility.js';
@@ -50,9 +50,12 @@ export async function findGroup(deps: Deps, id: string): Promise<Namespace | und
   let ns: Namespace | undefined;
   if (/^-?\d+$/.test(id)) {
     const dbId = toDbId(id);
-    ns = dbId === null ? undefined : await findNamespaceById(deps.db, dbId);
+    ns =
+      dbId === null
+        ? undefined
+        : await cachedLookup(deps, 'namespace', `#${dbId}`, () => findNamespaceById(deps.db, dbId));
   } else {
-    ns = await findNamespaceByFullPath(deps.db, id);
+    ns = await cachedLookup(deps, 'namespace', id.toLowerCase(), () => findNamespaceByFullPath(deps.db, id));
   }
   return ns?.kind === 'group' ? ns : undefined;
 }

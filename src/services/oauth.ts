@@ -16,7 +16,7 @@ import { findUserByEmail, findUserById, findUserByIdOrUsername } from '../db/que
 import type { OauthAccessToken, OauthApplication, User } from '../db/schema.js';
 import { digestToken, safeEqual } from '../lib/crypto.js';
 import { isValidCodeVerifier, isValidS256Challenge, s256CodeChallenge } from '../lib/pkce.js';
-import type { Deps } from './deps.js';
+import { cachedLookup, type Deps } from './deps.js';
 import { findApplicationByClientId, matchesRedirectUri, OAUTH_SCOPES, secretMatches } from './oauth-applications.js';
 import { checkUserPassword } from './password-auth.js';
 
@@ -120,7 +120,7 @@ export const isTokenExpired = (token: OauthAccessToken, now: Date) =>
 /** The access token row for a presented access token (not a refresh token), by digest. */
 export async function findAccessToken(deps: Deps, presented: string): Promise<OauthAccessToken | undefined> {
   const digest = digestToken(presented);
-  const row = await findOauthTokenByDigest(deps.db, digest);
+  const row = await cachedLookup(deps, 'oauthAccessToken', digest, () => findOauthTokenByDigest(deps.db, digest));
   return row && safeEqual(row.token_digest, digest) ? row : undefined;
 }
 

@@ -23,7 +23,7 @@ import { toDbId } from '../lib/ids.js';
 import { transliterate } from '../lib/transliterate.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import { pickStorage } from '../storage/placement.js';
-import type { Deps } from './deps.js';
+import { cachedLookup, type Deps } from './deps.js';
 import { Validation } from './errors.js';
 import {
   isReservedChild,
@@ -149,15 +149,16 @@ export async function findProject(deps: Deps, id: string): Promise<Project | und
   return 'id' in key ? findProjectById(deps.db, key.id) : findProjectByFullPath(deps.db, key.fullPath);
 }
 
-/** Like findProject, with the project's namespace, in one query (or none: `deps.projectCache`). */
+/** Like findProject, with the project's namespace, in one query (or none: `deps.lookups`). */
 export async function findProjectAndNamespace(
   deps: Deps,
   id: string,
 ): Promise<{ project: Project; namespace: Namespace } | undefined> {
   const key = projectKey(id);
   if (!key) return undefined;
-  const load = () => findProjectWithNamespace(deps.db, key);
-  return deps.projectCache ? deps.projectCache.lookup(key, load) : load();
+  // Paths are found case-insensitively, as GitLab finds them.
+  const name = 'id' in key ? `#${key.id}` : key.fullPath.toLowerCase();
+  return cachedLookup(deps, 'project', name, () => findProjectWithNamespace(deps.db, key));
 }
 
 /** Longest name or path GitLab accepts. */

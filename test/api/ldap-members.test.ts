@@ -1,6 +1,5 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
@@ -11,6 +10,7 @@ import { parseDirectory, syncDirectory } from '../../src/services/ldap.js';
 import { createUser } from '../../src/services/users.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import { addMember, makeGroup, makeMembers, makeUser, makeUserWithToken } from '../support/factories.js';
+import { tempStorageDir } from '../support/server-process.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -194,7 +194,7 @@ describe('LDAP override endpoints', () => {
 
 describe('admin CLI: ldap sync', () => {
   it('synchronises a group from a directory file', { timeout: 120_000 }, async () => {
-    const storageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-cli-ldap-'));
+    const storageDir = tempStorageDir('depot-cli-ldap-');
     try {
       const env: Record<string, string> = {
         PATH: process.env.PATH ?? '/usr/bin:/bin',

@@ -1,11 +1,10 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Storages } from '../../src/storage/storages.js';
 import { runGitClient } from '../support/git-client.js';
-import { freePort } from '../support/server-process.js';
+import { freePort, tempStorageDir } from '../support/server-process.js';
 
 /** `npm run cli -- storage move ...` as an administrator runs it, on the embedded database. */
 const root = path.resolve(import.meta.dirname, '..', '..');
@@ -20,7 +19,7 @@ afterAll(() => {
 
 describe('admin CLI: storage move', () => {
   it('moves the demo project with a progress bar, then a whole storage back', { timeout: 180_000 }, async () => {
-    const storageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-cli-move-'));
+    const storageDir = tempStorageDir('depot-cli-move-');
     dirs.push(storageDir);
     const roots = { default: path.join(storageDir, 'r', 'default'), second: path.join(storageDir, 'r', 'second') };
     const env = {

@@ -3,9 +3,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Storages } from '../../src/storage/storages.js';
+import { createTestDatabase } from '../support/app.js';
 import { runGitClient } from '../support/git-client.js';
 import { freePort } from '../support/server-process.js';
 
@@ -13,7 +13,7 @@ import { freePort } from '../support/server-process.js';
  * Kill-and-restart: the server runs as a child process (`npm start`'s entry point) whose move
  * job SIGKILLs it at one step (DEPOT_CRASH_AT, a test-only hook); after a restart every move
  * must end `finished` with the repository complete on the destination, nothing lost.
- * Runs on PostgreSQL too when DATABASE_URL is set (a fresh database per run).
+ * Each server gets a fresh database cloned from the run's template.
  */
 const root = path.resolve(import.meta.dirname, '..', '..');
 const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
@@ -33,21 +33,11 @@ afterAll(async () => {
   await fs.rm(scratch, { recursive: true, force: true });
 });
 
-/** A database for one server: embedded (none given) or a clone of the PostgreSQL template. */
-async function databaseUrl(): Promise<string | undefined> {
-  const template = inject('postgresTemplate');
-  if (!template || !process.env.DATABASE_URL) return undefined;
-  const name = `depot_crash_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
-  cleanups.push(async () => {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await admin.end();
-  });
-  const url = new URL(process.env.DATABASE_URL);
-  url.pathname = `/${name}`;
-  return url.toString();
+/** A database for one server: a clone of the run's template (embedded server or PostgreSQL). */
+async function databaseUrl(): Promise<string> {
+  const { url, drop } = await createTestDatabase();
+  cleanups.push(drop);
+  return url;
 }
 
 interface Server {
@@ -134,8 +124,7 @@ describe('storage moves survive SIGKILL at every step', () => {
         ADMIN_TOKEN: TOKEN,
         SEED_DEMO: 'false',
       };
-      const url = await databaseUrl();
-      if (url) env.DATABASE_URL = url;
+      env.DATABASE_URL = await databaseUrl();
       const headers = { 'PRIVATE-TOKEN': TOKEN, 'Content-Type': 'application/json' };
       const api = async (method: string, route: string, body?: unknown) => {
         const res = await fetch(`${base}/api/v4${route}`, {

@@ -14,6 +14,7 @@ import { createBranch } from '../../src/services/ref-writes.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { makeSampleProject, makeToken, makeUser } from '../support/factories.js';
 import { remoteUrl, runGitClient } from '../support/git-client.js';
+import { tempStorageDir } from '../support/server-process.js';
 
 let app: TestApp;
 let admin: User;
@@ -299,7 +300,7 @@ describe('a writer that crashed', () => {
 
 describe('write leases in the embedded database after a crash', () => {
   it('are all removed when a fresh process opens the database', async () => {
-    const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-leases-pglite-'));
+    const storageDir = tempStorageDir('depot-leases-embedded-');
     try {
       const config = loadConfig({ STORAGE_DIR: storageDir, LOG_LEVEL: 'silent' });
       const first = await openRuntime(config);

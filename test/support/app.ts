@@ -9,7 +9,7 @@ import pino from 'pino';
 import { inject } from 'vitest';
 import { createApp } from '../../src/app.js';
 import { type Config, loadConfig } from '../../src/config.js';
-import { type Database, openPglite, openPostgres } from '../../src/db/database.js';
+import { type Database, openPostgres, withDatabase } from '../../src/db/database.js';
 import { Metrics } from '../../src/http/metrics.js';
 import { type Clock, ManualClock } from '../../src/lib/clock.js';
 import type { Deps } from '../../src/services/deps.js';
@@ -17,6 +17,8 @@ import { Storages } from '../../src/storage/storages.js';
 
 export interface TestApp {
   deps: Deps;
+  /** This app's pool on the test database (its url, its statement count). */
+  database: Database;
   clock: ManualClock;
   baseUrl: string;
   storageDir: string;
@@ -42,37 +44,63 @@ export interface TestResponse {
   body: any;
 }
 
-/** Opens a fresh database for one test file: a PGlite snapshot copy, or a PostgreSQL template clone. */
+/**
+ * A fresh database for one test file (or one server process it starts): a clone of the run's
+ * migrated template. `drop` waits for its connections to close, then removes it.
+ */
+export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const server = inject('databaseServer');
+  const name = `depot_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name} TEMPLATE ${inject('databaseTemplate')}`);
+  return {
+    url: withDatabase(server, name),
+    drop: async () => {
+      // pg's pool resolves end() before its sockets are closed; forcing the drop while they
+      // close makes the server kill them (57P01), an unhandled error that fails the run.
+      for (let i = 0; i < 100; i++) {
+        const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [
+          name,
+        ]);
+        if (rows[0].n === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+/** Opens a fresh database for one test file (createTestDatabase). */
 async function openTestDatabase(): Promise<{ database: Database; drop: () => Promise<void> }> {
-  const template = inject('postgresTemplate');
-  if (template && process.env.DATABASE_URL) {
-    const name = `depot_test_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await admin.connect();
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${template}`);
-    const url = new URL(process.env.DATABASE_URL);
-    url.pathname = `/${name}`;
-    const database = openPostgres(url.toString(), 5);
-    return {
-      database,
-      drop: async () => {
-        await database.close();
-        // pg's pool resolves end() before its sockets are closed; forcing the drop while they
-        // close makes the server kill them (57P01), an unhandled error that fails the run.
-        for (let i = 0; i < 100; i++) {
-          const { rows } = await admin.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1', [
-            name,
-          ]);
-          if (rows[0].n === 0) break;
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
-        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        await admin.end();
-      },
-    };
-  }
-  const snapshot = await fs.readFile(inject('pgliteSnapshot'));
-  const database = await openPglite(undefined, { loadDataDir: new Blob([snapshot]) });
+  const created = await createTestDatabase();
+  const database = openPostgres(created.url, { maxConnections: 5 });
+  await database.listening;
+  return {
+    database,
+    drop: async () => {
+      await database.close();
+      await created.drop();
+    },
+  };
+}
+
+export interface TestAppOptions {
+  storages?: string[];
+  clock?: Clock;
+  env?: Record<string, string>;
+  /**
+   * Another server process of the same instance: this app shares `peer`'s database and storage
+   * but has its own pool, lookup cache and port (and leaves both to `peer` when it closes).
+   */
+  peer?: TestApp;
+}
+
+/** A pool of its own on `peer`'s database. */
+async function openPeerDatabase(peer: TestApp): Promise<{ database: Database; drop: () => Promise<void> }> {
+  const database = openPostgres(peer.database.url, { maxConnections: 5 });
+  await database.listening;
   return { database, drop: () => database.close() };
 }
 
@@ -80,8 +108,9 @@ async function openTestDatabase(): Promise<{ database: Database; drop: () => Pro
  * Starts Depot in-process on a loopback port with a fresh database and temporary storage.
  * `storages` adds named storage roots besides `default`.
  */
-export async function startTestApp(options: { storages?: string[]; clock?: Clock; env?: Record<string, string> } = {}) {
-  const storageDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-app-'));
+export async function startTestApp(options: TestAppOptions = {}) {
+  const peer = options.peer;
+  const storageDir = peer?.storageDir ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'depot-app-')));
   const server = http.createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
@@ -95,7 +124,7 @@ export async function startTestApp(options: { storages?: string[]; clock?: Clock
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...options.env,
   });
-  const { database, drop } = await openTestDatabase();
+  const { database, drop } = peer ? await openPeerDatabase(peer) : await openTestDatabase();
   const clock = options.clock instanceof ManualClock ? options.clock : new ManualClock(new Date());
   const storages = new Storages(config.repositoryStorages);
   storages.ensureRoots();
@@ -105,7 +134,7 @@ export async function startTestApp(options: { storages?: string[]; clock?: Clock
     clock,
     logger: pino({ level: config.logLevel }),
     storages,
-    projectCache: database.projectCache,
+    lookups: database.lookups,
   };
   const app = createApp(deps, { metrics: new Metrics(false) });
   server.on('request', app.callback());
@@ -143,6 +172,7 @@ export async function startTestApp(options: { storages?: string[]; clock?: Clock
 
   const testApp: TestApp = {
     deps,
+    database,
     clock,
     baseUrl,
     storageDir,
@@ -151,7 +181,7 @@ export async function startTestApp(options: { storages?: string[]; clock?: Clock
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await drop();
-      await fs.rm(storageDir, { recursive: true, force: true });
+      if (!peer) await fs.rm(storageDir, { recursive: true, force: true });
     },
   };
   return testApp;

@@ -1,62 +1,54 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { sql } from 'kysely';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { buildSampleRepository } from '../../fixtures/sample-repo.js';
-import { migrateToLatest, openPglite, openPostgres } from '../../src/db/database.js';
+import { migrateToLatest, openPostgres, withDatabase } from '../../src/db/database.js';
+import { startEmbeddedPostgres } from '../../src/db/embedded-postgres.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** A migrated PGlite data directory dump, loaded by each test file (PGlite runs). */
-    pgliteSnapshot: string;
-    /** Name of a migrated template database (PostgreSQL runs). */
-    postgresTemplate: string;
+    /** The server every test file clones its database on: DATABASE_URL, or the run's embedded one. */
+    databaseServer: string;
+    /** Name of a migrated template database on it. */
+    databaseTemplate: string;
     /** A bare copy of the fixture repository (fixtures/sample-repo.ts). */
     sampleRepository: string;
     sampleCommits: Record<string, string>;
   }
 }
 
-/** Builds what every test file starts from, once per run: a migrated database and the fixture repository. */
+/**
+ * Builds what every test file starts from, once per run: the fixture repository, and a migrated
+ * template database on PostgreSQL (DATABASE_URL), or else on an embedded server of its own.
+ */
 export default async function setup(project: TestProject) {
   const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-test-'));
+  // The embedded server runs as the postgres user when the tests run as root: it must reach this.
+  await fs.chmod(scratch, 0o755);
   const sampleRepository = path.join(scratch, 'sample.git');
   const sampleCommits = await buildSampleRepository(sampleRepository);
   project.provide('sampleRepository', sampleRepository);
   project.provide('sampleCommits', sampleCommits);
-  let dropTemplate: (() => Promise<void>) | undefined;
-  if (process.env.DATABASE_URL) {
-    const template = `depot_template_${process.pid}`;
-    const admin = new pg.Client({ connectionString: process.env.DATABASE_URL });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${template}`);
-    await admin.query(`CREATE DATABASE ${template}`);
-    const url = new URL(process.env.DATABASE_URL);
-    url.pathname = `/${template}`;
-    const database = openPostgres(url.toString(), 1);
-    await migrateToLatest(database.db);
-    await database.close();
-    project.provide('postgresTemplate', template);
-    project.provide('pgliteSnapshot', '');
-    dropTemplate = async () => {
-      await admin.query(`DROP DATABASE IF EXISTS ${template}`);
-      await admin.end();
-    };
-  } else {
-    const database = await openPglite(undefined);
-    await migrateToLatest(database.db);
-    await sql`CHECKPOINT`.execute(database.db);
-    const dump = await database.pglite!.dumpDataDir('none');
-    const file = path.join(scratch, 'pglite.tar');
-    await fs.writeFile(file, Buffer.from(await dump.arrayBuffer()));
-    await database.close();
-    project.provide('pgliteSnapshot', file);
-    project.provide('postgresTemplate', '');
-  }
+  const embedded = process.env.DATABASE_URL
+    ? undefined
+    : await startEmbeddedPostgres({ storageDir: path.join(scratch, 'postgres'), durable: false });
+  const server = process.env.DATABASE_URL ?? (embedded?.url as string);
+  const template = `depot_template_${process.pid}`;
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${template}`);
+  await admin.query(`CREATE DATABASE ${template}`);
+  const database = openPostgres(withDatabase(server, template), { maxConnections: 1, lookups: false });
+  await migrateToLatest(database.db);
+  await database.close();
+  project.provide('databaseServer', server);
+  project.provide('databaseTemplate', template);
   return async () => {
-    await dropTemplate?.();
+    await admin.query(`DROP DATABASE IF EXISTS ${template}`);
+    await admin.end();
+    await embedded?.stop();
     await fs.rm(scratch, { recursive: true, force: true });
   };
 }

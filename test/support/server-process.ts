@@ -1,5 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 
 /** The real entry point (`npm start` → src/main.ts) as its own process, for crash tests. */
@@ -7,6 +9,27 @@ const root = path.resolve(import.meta.dirname, '..', '..');
 const tsx = path.join(root, 'node_modules', '.bin', 'tsx');
 /** A clean environment: vitest's own variables (BASE_URL among them) must not leak in. */
 const baseEnv = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' };
+
+/**
+ * A temporary STORAGE_DIR for a server or CLI process on the embedded database. mkdtemp makes it
+ * 0700; run as root, the database runs as the postgres user, who must reach it (elsewhere Depot
+ * would place the cluster under /var/lib/depot, outside the test's clean-up).
+ */
+export function tempStorageDir(prefix: string): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.chmodSync(dir, 0o755);
+  return dir;
+}
+
+/** SIGKILL to the embedded database server of STORAGE_DIR, if one runs. */
+export function killEmbeddedDatabase(storageDir: string): void {
+  try {
+    const pid = Number(fs.readFileSync(path.join(storageDir, 'db', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    if (pid > 0) process.kill(pid, 'SIGKILL');
+  } catch {
+    // none running
+  }
+}
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -70,6 +93,8 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
       await exited;
       // The group's other members (node under tsx, the spawner, git) may still be dying; the
       // next server must not find the old one holding the database lock.
+      // The embedded database runs in a process group of its own: a power cut takes it too.
+      if (env.STORAGE_DIR && !env.DATABASE_URL) killEmbeddedDatabase(env.STORAGE_DIR);
       for (let i = 0; i < 500; i++) {
         try {
           process.kill(-(child.pid as number), 0);
