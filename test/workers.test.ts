@@ -79,10 +79,12 @@ describe('WORKERS=2', () => {
     });
     const { base } = server;
 
-    // Both processes answer, on one port.
+    // Both processes answer, on one port (the second may still be starting when the first is ready).
     let mark = server.output().length;
-    for (let i = 0; i < 20; i++) expect((await call(base, 'GET', '/user', TOKEN)).status).toBe(200);
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    for (let i = 0; i < 300 && servedBy(server.output(), mark, '/api/v4/user', 200).size < 2; i++) {
+      expect((await call(base, 'GET', '/user', TOKEN)).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     expect(servedBy(server.output(), mark, '/api/v4/user', 200).size).toBe(2);
 
     // A token revoked through one process is refused by both within a second.
