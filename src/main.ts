@@ -102,10 +102,28 @@ async function superviseWorkers(config: Config, runtime: Runtime): Promise<void>
   const env = { [DATABASE_ENV]: runtime.database.url };
   let stopping = false;
   let lastRespawn = 0;
-  for (let i = 0; i < config.workers; i++) cluster.fork(env);
+  // Counted here: cluster.workers may still list a worker when its 'exit' event comes.
+  let running = 0;
+  const fork = () => {
+    running += 1;
+    cluster.fork(env);
+  };
+  const finish = async () => {
+    await runtime.close();
+    process.exit(0);
+  };
+  const stopAll = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    if (running === 0) return finish();
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGTERM');
+  };
+  for (let i = 0; i < config.workers; i++) fork();
   cluster.on('exit', (worker, code, signal) => {
+    running -= 1;
     if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) void finish();
+      if (running === 0) void finish();
       return;
     }
     logger.error({ pid: worker.process.pid, code, signal }, 'a server process died');
@@ -115,20 +133,8 @@ async function superviseWorkers(config: Config, runtime: Runtime): Promise<void>
       return;
     }
     lastRespawn = Date.now();
-    cluster.fork(env);
+    fork();
   });
-  const finish = async () => {
-    await runtime.close();
-    process.exit(0);
-  };
-  const stopAll = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down');
-    const workers = Object.values(cluster.workers ?? {});
-    if (workers.length === 0) return finish();
-    for (const worker of workers) worker?.process.kill('SIGTERM');
-  };
   process.on('SIGINT', () => void stopAll('SIGINT'));
   process.on('SIGTERM', () => void stopAll('SIGTERM'));
 }
