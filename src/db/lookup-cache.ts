@@ -23,6 +23,7 @@ export const LOOKUP_TABLES = {
   project: ['projects', 'namespaces'],
   namespace: ['namespaces'],
   projectLevel: ['members', 'projects', 'namespaces'],
+  memberships: ['members'],
   groupLevel: ['members', 'namespaces'],
 } as const satisfies Record<string, readonly string[]>;
 
@@ -87,6 +88,37 @@ export class LookupCache {
     const generation = shelf.generation;
     const found = await load();
     if (found === undefined || !this.live || generation !== shelf.generation) return found;
+    return this.store(shelf, key, found);
+  }
+
+  /**
+   * Like `lookup` for several keys: the cached ones, and the others from one `loadMissing` call
+   * (a batched query) that answers those it finds.
+   */
+  async lookupMany<T>(
+    kind: LookupKind,
+    keys: readonly string[],
+    loadMissing: (keys: string[]) => Promise<Map<string, T>>,
+  ): Promise<Map<string, T>> {
+    const shelf = this.shelves.get(kind) as Shelf;
+    const found = new Map<string, T>();
+    const missing: string[] = [];
+    for (const key of new Set(keys)) {
+      const cached = shelf.entries.get(key);
+      if (cached === undefined) missing.push(key);
+      else found.set(key, cached as T);
+    }
+    this.hits += found.size;
+    this.misses += missing.length;
+    if (missing.length === 0) return found;
+    const generation = shelf.generation;
+    const loaded = await loadMissing(missing);
+    const keep = this.live && generation === shelf.generation;
+    for (const [key, value] of loaded) found.set(key, keep ? this.store(shelf, key, value) : value);
+    return found;
+  }
+
+  private store<T>(shelf: Shelf, key: string, found: T): T {
     const value = deepFreeze(found);
     shelf.entries.set(key, value);
     if (shelf.entries.size > MAX_ENTRIES) shelf.entries.delete(shelf.entries.keys().next().value as string);

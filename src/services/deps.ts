@@ -17,6 +17,25 @@ export interface Deps {
   lookups?: LookupCache | undefined;
 }
 
+/**
+ * Rows by id through the lookup cache (`#<id>` keys, shared with single lookups), the misses in
+ * one batched query.
+ */
+export async function cachedRowsById<T extends { id: number }>(
+  deps: Pick<Deps, 'lookups'>,
+  kind: LookupKind,
+  ids: readonly number[],
+  load: (ids: number[]) => Promise<T[]>,
+): Promise<Map<number, T>> {
+  const loadMissing = async (keys: string[]) =>
+    new Map((await load(keys.map((key) => Number(key.slice(1))))).map((row) => [`#${row.id}`, row] as const));
+  const keys = ids.map((id) => `#${id}`);
+  const found = deps.lookups
+    ? await deps.lookups.lookupMany(kind, keys, loadMissing)
+    : await loadMissing([...new Set(keys)]);
+  return new Map([...found.values()].map((row) => [row.id, row]));
+}
+
 /** `load()`, through the in-process lookup cache when there is one. */
 export function cachedLookup<T>(
   deps: Pick<Deps, 'lookups'>,

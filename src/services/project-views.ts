@@ -6,13 +6,13 @@ import { repositoryInfo } from '../git/repo-info.js';
 import { projectAllows } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import type { ProjectView } from '../presenters/project.js';
-import { type Deps, today } from './deps.js';
+import { cachedLookup, cachedRowsById, type Deps, today } from './deps.js';
 
 /** The human names of namespaces from the root down (`Group / Sub`), by namespace id. */
 export async function namespaceFullNames(deps: Deps, namespaces: Namespace[]): Promise<Map<number, string>> {
   const ids = new Set<number>();
   for (const ns of namespaces) for (const id of ns.traversal_ids) ids.add(id);
-  const all = new Map((await findNamespacesByIds(deps.db, [...ids])).map((ns) => [ns.id, ns]));
+  const all = await cachedRowsById(deps, 'namespace', [...ids], (missing) => findNamespacesByIds(deps.db, missing));
   const names = new Map<number, string>();
   for (const ns of namespaces) {
     names.set(ns.id, ns.traversal_ids.map((id) => all.get(id)?.name ?? '').join(' / '));
@@ -23,18 +23,25 @@ export async function namespaceFullNames(deps: Deps, namespaces: Namespace[]): P
 /** Gathers what project responses need for `viewer`, in a few batched queries. */
 export async function buildProjectViews(deps: Deps, viewer: User | null, projects: Project[]): Promise<ProjectView[]> {
   if (projects.length === 0) return [];
-  const namespaces = await findNamespacesByIds(
-    deps.db,
+  const byId = await cachedRowsById(
+    deps,
+    'namespace',
     projects.map((p) => p.namespace_id),
+    (missing) => findNamespacesByIds(deps.db, missing),
   );
-  const byId = new Map(namespaces.map((ns) => [ns.id, ns]));
+  const namespaces = [...byId.values()];
   const fullNames = await namespaceFullNames(deps, namespaces);
   const ownerIds = namespaces
     .filter((ns) => ns.kind === 'user' && ns.owner_id !== null)
     .map((ns) => ns.owner_id as number);
-  const owners = new Map((await findUsersByIds(deps.db, ownerIds)).map((u) => [u.id, u]));
+  const owners = await cachedRowsById(deps, 'user', ownerIds, (missing) => findUsersByIds(deps.db, missing));
   // Administrators too: `permissions` shows their own memberships, not their admin rights.
-  const memberships = viewer ? await activeMemberships(deps.db, viewer.id, today(deps)) : null;
+  const date = today(deps);
+  const memberships = viewer
+    ? ((await cachedLookup(deps, 'memberships', `${viewer.id}:${date}`, () =>
+        activeMemberships(deps.db, viewer.id, date),
+      )) as Awaited<ReturnType<typeof activeMemberships>>)
+    : null;
   return Promise.all(
     projects.map(async (project): Promise<ProjectView> => {
       const namespace = byId.get(project.namespace_id) as Namespace;
