@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeToken, makeUser } from '../support/factories.js';
+import { makeProject, makeToken, makeUser, makeUserWithToken } from '../support/factories.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -141,6 +141,66 @@ describe('parameters from every transport', () => {
     });
     expect(res.status).toBe(201);
     expect(((await res.json()) as { visibility: string }).visibility).toBe('internal');
+  });
+
+  it('reads null for a parameter as the parameter left out, at any depth', async () => {
+    const { user, token } = await makeUserWithToken(app);
+    const bare = await app.request('/projects', { method: 'POST', token, body: { name: 'null-none' } });
+    const nulls = await app.request('/projects', {
+      method: 'POST',
+      token,
+      body: { name: 'null-description', description: null, topics: null, initialize_with_readme: null },
+    });
+    expect(nulls.status).toBe(201);
+    expect(nulls.body).toMatchObject({
+      description: bare.body.description,
+      topics: bare.body.topics,
+      empty_repo: true,
+    });
+    const required = await app.request('/projects', { method: 'POST', token, body: { name: null, path: null } });
+    expect(required.status).toBe(400);
+    expect(required.body).toEqual({ error: 'name, path are missing, at least one parameter must be provided' });
+
+    const project = await makeProject(app, user);
+    const url = `/projects/${project.id}/repository`;
+    const created = await app.request(`${url}/files/a%2Fb.txt`, {
+      method: 'POST',
+      token,
+      body: {
+        branch: 'main',
+        content: 'one',
+        commit_message: 'add',
+        start_branch: null,
+        author_email: null,
+        encoding: null,
+      },
+    });
+    expect([created.status, created.body]).toEqual([201, { file_path: 'a/b.txt', branch: 'main' }]);
+    // What current python-gitlab sends on every file update.
+    const updated = await app.request(`${url}/files/a%2Fb.txt`, {
+      method: 'PUT',
+      token,
+      body: { branch: 'main', content: 'two', commit_message: 'update', start_branch: null, last_commit_id: null },
+    });
+    expect([updated.status, updated.body]).toEqual([200, { file_path: 'a/b.txt', branch: 'main' }]);
+    const commit = await app.request(`${url}/commits`, {
+      method: 'POST',
+      token,
+      body: {
+        branch: 'main',
+        commit_message: 'several',
+        start_sha: null,
+        actions: [
+          { action: 'create', file_path: 'c.txt', content: 'new', encoding: null, last_commit_id: null },
+          { action: 'update', file_path: 'a/b.txt', content: 'three', previous_path: null },
+        ],
+      },
+    });
+    expect(commit.status, commit.text).toBe(201);
+    const file = await app.request(`${url}/files/a%2Fb.txt/raw`, { token, query: { ref: 'main' } });
+    expect(file.text).toBe('three');
+    const added = await app.request(`${url}/files/c.txt/raw`, { token, query: { ref: 'main' } });
+    expect([added.status, added.text]).toEqual([200, 'new']);
   });
 
   it('answers malformed JSON with a 400, never a 500', async () => {
