@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeProject, makeToken, makeUser, makeUserWithToken } from '../support/factories.js';
+import { makeAdmin, makeProject, makeToken, makeUser, makeUserWithToken } from '../support/factories.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -212,6 +212,70 @@ describe('parameters from every transport', () => {
     });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { message: string }).message).toMatch(/^400 Bad request/);
+  });
+
+  it("answers a body that cannot be parsed with GitLab's 400, never a 500", async () => {
+    const admin = await makeAdmin(app);
+    const token = await makeToken(app, admin);
+    const part = (name: string, value: string) =>
+      `--XX\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    const bodies: [string, string][] = [
+      ['multipart/form-data', `${part('name', 'no-boundary')}--XX--\r\n`],
+      [
+        'multipart/form-data; boundary=XX',
+        `${part('name', 'cut')}--XX\r\nContent-Disposition: form-data; name="path"\r\n\r\nx`,
+      ],
+      ['multipart/form-data; boundary=XX', '--XX\r\nthis is no header\r\n\r\nvalue\r\n--XX--\r\n'],
+      ['multipart/form-data; boundary=XX', 'no delimiter at all'],
+      ['application/json', '[1, 2'],
+    ];
+    for (const path of ['/projects', '/groups']) {
+      for (const [type, body] of bodies) {
+        const res = await fetch(`${app.baseUrl}/api/v4${path}`, {
+          method: 'POST',
+          headers: { 'PRIVATE-TOKEN': token, 'Content-Type': type },
+          body,
+        });
+        const answer = { path, type, status: res.status, body: await res.json() };
+        expect(answer).toEqual({
+          path,
+          type,
+          status: 400,
+          body: { message: '400 Bad request - The request body could not be parsed' },
+        });
+        expect(res.headers.get('content-type')).toBe('application/json');
+      }
+    }
+  });
+
+  it('reads a multipart part with a filename and no Content-Type as a file, as python-gitlab sends avatars', async () => {
+    const { token } = await makeUserWithToken(app);
+    // A PNG's first bytes hold NULs, which no text field may carry.
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+    const body = Buffer.concat([
+      Buffer.from(
+        '--XX\r\nContent-Disposition: form-data; name="name"\r\n\r\nwith-avatar\r\n' +
+          '--XX\r\nContent-Disposition: form-data; name="file"\r\n\r\n\r\n' +
+          '--XX\r\nContent-Disposition: form-data; name="avatar"; filename="avatar.png"\r\n\r\n',
+      ),
+      png,
+      Buffer.from('\r\n--XX--\r\n'),
+    ]);
+    const res = await fetch(`${app.baseUrl}/api/v4/projects`, {
+      method: 'POST',
+      headers: { 'PRIVATE-TOKEN': token, 'Content-Type': 'multipart/form-data; boundary=XX' },
+      body,
+    });
+    const created = (await res.json()) as { name: string };
+    expect([res.status, created.name]).toEqual([201, 'with-avatar']);
+    // The same bytes sent as a field are still refused.
+    const field = Buffer.from(body.toString('latin1').replace('; filename="avatar.png"', ''), 'latin1');
+    const refused = await fetch(`${app.baseUrl}/api/v4/projects`, {
+      method: 'POST',
+      headers: { 'PRIVATE-TOKEN': token, 'Content-Type': 'multipart/form-data; boundary=XX' },
+      body: field,
+    });
+    expect([refused.status, await refused.json()]).toEqual([400, { message: '400 Bad request' }]);
   });
 
   it('refuses a body over the size limit with 413', async () => {
