@@ -93,11 +93,37 @@ export function parseQuery(querystring: string): Params {
   return qs.parse(querystring, { depth: 10, arrayLimit: 1000, parameterLimit: 10000, duplicates: 'last' }) as Params;
 }
 
-/** Query, then body, then path parameters: later sources win, as in Grape. */
+/** A multipart file part as a parameter (Grape's File): what it was called, its type and size. */
+export interface UploadedFile {
+  filename: string | null;
+  type: string;
+  size: number;
+  /** Where it waits until the request ends. */
+  path: string;
+}
+
+function uploadedFiles(ctx: AppContext): Params {
+  const files: Params = {};
+  for (const [name, value] of Object.entries(ctx.request.files ?? {})) {
+    const list = (Array.isArray(value) ? value : [value]).map(
+      (file): UploadedFile => ({
+        filename: file.originalFilename,
+        type: file.mimetype ?? 'application/octet-stream',
+        size: file.size,
+        path: file.filepath,
+      }),
+    );
+    files[name] = list.length === 1 ? list[0] : list;
+  }
+  return files;
+}
+
+/** Query, then body (fields and files), then path parameters: later sources win, as in Grape. */
 export function mergedParams(ctx: AppContext): Params {
   const body = ctx.request.body;
   const bodyParams = body && typeof body === 'object' && !Array.isArray(body) ? (body as Params) : {};
-  return { ...parseQuery(ctx.querystring), ...bodyParams, ...ctx.params };
+  const files = ctx.request.files ? uploadedFiles(ctx) : undefined;
+  return { ...parseQuery(ctx.querystring), ...bodyParams, ...files, ...ctx.params };
 }
 
 /** True when a parameter value (nested up to GitLab's depth of 3) holds a NUL character. */

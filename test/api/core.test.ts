@@ -266,7 +266,7 @@ describe('parameters from every transport', () => {
       headers: { 'PRIVATE-TOKEN': token, 'Content-Type': 'multipart/form-data; boundary=XX' },
       body,
     });
-    const created = (await res.json()) as { name: string };
+    const created = (await res.json()) as { id: number; name: string };
     expect([res.status, created.name]).toEqual([201, 'with-avatar']);
     // The same bytes sent as a field are still refused.
     const field = Buffer.from(body.toString('latin1').replace('; filename="avatar.png"', ''), 'latin1');
@@ -276,6 +276,25 @@ describe('parameters from every transport', () => {
       body: field,
     });
     expect([refused.status, await refused.json()]).toEqual([400, { message: '400 Bad request' }]);
+    // A file is a parameter like any other: an update that sends only the avatar is an update.
+    const avatarOnly = Buffer.concat([
+      Buffer.from('--XX\r\nContent-Disposition: form-data; name="avatar"; filename="avatar.png"\r\n\r\n'),
+      png,
+      Buffer.from('\r\n--XX--\r\n'),
+    ]);
+    const updated = await fetch(`${app.baseUrl}/api/v4/projects/${created.id}`, {
+      method: 'PUT',
+      headers: { 'PRIVATE-TOKEN': token, 'Content-Type': 'multipart/form-data; boundary=XX' },
+      body: avatarOnly,
+    });
+    expect(updated.status).toBe(200);
+    // And a file where text is expected is invalid, as in Grape.
+    const fileAsText = await fetch(`${app.baseUrl}/api/v4/projects/${created.id}`, {
+      method: 'PUT',
+      headers: { 'PRIVATE-TOKEN': token, 'Content-Type': 'multipart/form-data; boundary=XX' },
+      body: avatarOnly.toString('latin1').replace('name="avatar"', 'name="description"'),
+    });
+    expect([fileAsText.status, await fileAsText.json()]).toEqual([400, { error: 'description is invalid' }]);
   });
 
   it('refuses a body over the size limit with 413', async () => {
