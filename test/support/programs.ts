@@ -29,10 +29,11 @@ export const PYTHON_GITLAB: Program = {
   debianPackage: 'python3-gitlab',
   probe: ['/usr/bin/python3', '-c', 'import gitlab'],
 };
+/** python-gitlab's command line, `gitlab` upstream; Debian names it `python-gitlab`. */
 export const GITLAB_CLI: Program = {
-  name: "python-gitlab's `gitlab` command",
-  debianPackage: 'python3-gitlab',
-  probe: ['gitlab', '--version'],
+  name: "python-gitlab's command line (python-gitlab)",
+  debianPackage: 'gitlab-cli',
+  probe: ['python-gitlab', '--version'],
 };
 
 const found = new Map<Program, boolean>();
