@@ -26,7 +26,7 @@ import { registerUserRoutes } from './api/users.js';
 import { registerVersionRoutes } from './api/version.js';
 import type { AppState } from './http/context.js';
 import { Metrics } from './http/metrics.js';
-import { errorHandler, requestContext } from './http/middleware.js';
+import { errorHandler, exactJsonType, requestContext } from './http/middleware.js';
 import { buildOpenApi } from './http/openapi.js';
 import { ApiRouter } from './http/route.js';
 import { registerJobMetrics } from './jobs/metrics.js';
@@ -39,6 +39,8 @@ import { webPages } from './web/pages.js';
 export const API_PREFIX = '/api/v4';
 
 const isApiPath = (path: string) => path === API_PREFIX || path.startsWith(`${API_PREFIX}/`);
+/** GitLab's Grape API (every version, v3's refusal included); OAuth, Git and the pages are Rails'. */
+const isGrapePath = (path: string) => path === '/api' || path.startsWith('/api/');
 
 /** Every API module, in one list: each registers its routes on the shared router. */
 export const API_MODULES: ((api: ApiRouter) => void)[] = [
@@ -93,6 +95,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
     await next();
   });
   app.use(requestContext(deps.logger, metrics));
+  app.use(exactJsonType(isGrapePath));
   app.use(errorHandler());
 
   // Operational endpoints.

@@ -12,8 +12,6 @@ const createParams = z.object({
   redirect_uri: p.string(),
   scopes: p.string().refine((s) => s.trim() !== '', 'is empty'),
   confidential: p.bool().default(true),
-  /** Depot's opt-in for the password grant (off by default, RFC 9700 §2.4). */
-  ropc_enabled: p.bool().default(false),
 });
 
 const idParams = z.object({ id: p.id() });
@@ -30,7 +28,6 @@ export function registerApplicationRoutes(api: ApiRouter): void {
         redirectUri: params.redirect_uri,
         scopes: params.scopes.split(/\s+/).filter((s) => s !== ''),
         confidential: params.confidential,
-        ropcEnabled: params.ropc_enabled,
       });
       created(ctx, presentApplicationWithSecret(application, secret));
     },

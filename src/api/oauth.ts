@@ -202,6 +202,8 @@ async function tokenGrant(ctx: AppContext, state: { basic: boolean }): Promise<I
       return refreshAccessToken(deps, app, { refreshToken, scope: params.get('scope')?.[0] });
     }
     case 'password': {
+      // Turned off, the grant is not offered at all, as Doorkeeper answers a flow it lacks.
+      if (!deps.config.oauthPasswordGrant) throw new OAuthError('unsupported_grant_type');
       const username = required(params, 'username');
       const password = required(params, 'password');
       const app = await authenticateClient(deps, auth);
@@ -226,7 +228,11 @@ function metadata(deps: Deps) {
     scopes_supported: [...OAUTH_SCOPES],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
-    grant_types_supported: ['authorization_code', 'refresh_token', 'password'],
+    grant_types_supported: [
+      'authorization_code',
+      'refresh_token',
+      ...(deps.config.oauthPasswordGrant ? ['password'] : []),
+    ],
     code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],

@@ -293,8 +293,6 @@ export interface OauthApplicationsTable {
   redirect_uri: string;
   scopes: Json<string[]>;
   confidential: Generated<boolean>;
-  /** The password grant is off unless the application opts in. */
-  ropc_enabled: Generated<boolean>;
   /** The user who registered it on /profile/applications; null for instance-wide applications. */
   owner_id: number | null;
   created_at: Timestamp;

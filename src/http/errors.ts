@@ -69,4 +69,6 @@ export const tooManyRequests = (message: string, retryAfterSeconds: number, head
 
 export const payloadTooLarge = () => new ApiError(413, { message: '413 Request Entity Too Large' });
 
+export const unsupportedMediaType = () => new ApiError(415, { message: '415 Unsupported Media Type' });
+
 export const internalError = () => new ApiError(500, { message: '500 Internal Server Error' });

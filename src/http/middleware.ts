@@ -38,6 +38,23 @@ export function requestContext(logger: Logger, metrics: Metrics): Middleware<App
   };
 }
 
+const JSON_TYPE = /^application\/json\s*(;|$)/i;
+
+/**
+ * JSON answers (errors included) on the paths `applies` selects carry exactly
+ * `Content-Type: application/json`, as Grape sends it: Koa would add `; charset=utf-8`, and
+ * python-gitlab 3.12 parses a body as JSON only on the exact value. Runs outside errorHandler,
+ * so it sees the error bodies too.
+ */
+export function exactJsonType(applies: (path: string) => boolean): Middleware<AppState> {
+  return async (ctx, next) => {
+    await next();
+    if (!applies(ctx.path)) return;
+    const type = ctx.response.get('Content-Type');
+    if (typeof type === 'string' && JSON_TYPE.test(type)) ctx.set('Content-Type', 'application/json');
+  };
+}
+
 /** Maps every error to GitLab's bodies; unexpected failures are logged and hidden. */
 export function errorHandler(): Middleware<AppState> {
   return async (ctx, next) => {

@@ -124,11 +124,69 @@ const valueAt = (input: unknown, path: PropertyKey[]): unknown => {
   return current;
 };
 
+/** The schema a value meets inside optional, default, nullable and preprocess wrappers. */
+function innerSchema(schema: z.ZodType): z.ZodType {
+  let current = schema;
+  for (;;) {
+    if (current instanceof z.ZodOptional || current instanceof z.ZodNullable || current instanceof z.ZodDefault) {
+      current = current.unwrap() as z.ZodType;
+    } else if (current instanceof z.ZodPipe) {
+      current = (current.in instanceof z.ZodTransform ? current.out : current.in) as z.ZodType;
+    } else {
+      return current;
+    }
+  }
+}
+
+const nullAccepted = new WeakMap<z.ZodType, boolean>();
+
+/** True when a parameter gives `null` a meaning of its own (it is declared nullable). */
+function acceptsNull(schema: z.ZodType): boolean {
+  let accepted = nullAccepted.get(schema);
+  if (accepted === undefined) {
+    accepted = schema.safeParse(null).success;
+    nullAccepted.set(schema, accepted);
+  }
+  return accepted;
+}
+
+/**
+ * `null` for a parameter is the parameter left out, at any depth (`actions[].content`), as GitLab
+ * reads it and as python-gitlab sends every unset optional attribute; only a parameter declared
+ * nullable keeps it. Returns `value` itself when it holds no such null.
+ */
+export function withoutNulls(schema: z.ZodType | undefined, value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  const inner = schema && innerSchema(schema);
+  if (Array.isArray(value)) {
+    const element = inner instanceof z.ZodArray ? (inner.element as z.ZodType) : undefined;
+    let changed = false;
+    const items = value.map((item) => {
+      const kept = withoutNulls(element, item);
+      if (kept !== item) changed = true;
+      return kept;
+    });
+    return changed ? items : value;
+  }
+  const shape = inner instanceof z.ZodObject ? (inner.shape as Record<string, z.ZodType>) : undefined;
+  let result: Record<string, unknown> | undefined;
+  for (const [key, item] of Object.entries(value)) {
+    const field = shape?.[key];
+    const kept = item === null && !(field && acceptsNull(field)) ? undefined : withoutNulls(field, item);
+    if (kept === item) continue;
+    result ??= { ...value };
+    if (kept === undefined) delete result[key];
+    else result[key] = kept;
+  }
+  return result ?? value;
+}
+
 /**
  * Validates merged parameters against a route's schema and returns the typed result, or throws
  * GitLab's 400 `{"error": "<param> is missing, <param> is invalid"}`.
  */
-export function validateParams<S extends z.ZodType>(schema: S, input: Params): z.output<S> {
+export function validateParams<S extends z.ZodType>(schema: S, given: Params): z.output<S> {
+  const input = withoutNulls(schema, given) as Params;
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   const messages: string[] = [];

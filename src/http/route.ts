@@ -1,4 +1,6 @@
+import fs from 'node:fs/promises';
 import Router from '@koa/router';
+import type { Part } from 'formidable';
 import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import qs from 'qs';
@@ -6,7 +8,7 @@ import { z } from 'zod';
 import { API_SCOPES, type ScopeRule } from '../services/auth.js';
 import { authenticate } from './auth.js';
 import type { AppContext, AppState } from './context.js';
-import { badRequest } from './errors.js';
+import { type ApiError, badRequest, payloadTooLarge, unsupportedMediaType } from './errors.js';
 import { type Params, validateParams } from './params.js';
 
 export type Method = 'get' | 'post' | 'put' | 'delete' | 'patch';
@@ -39,7 +41,29 @@ export interface Operation {
 
 export const MAX_JSON_BODY = '20mb';
 
-const parseBody = koaBody({
+/**
+ * A body that cannot be read (malformed JSON, a broken multipart part, a multipart type with no
+ * boundary, a bad charset) is the client's fault: GitLab's 400, or 413 / 415 where those apply.
+ */
+function bodyError(error: unknown): ApiError {
+  const failure = error as { status?: number; statusCode?: number; httpCode?: number };
+  const status = failure.status ?? failure.statusCode ?? failure.httpCode;
+  if (status === 413) return payloadTooLarge();
+  if (status === 415) return unsupportedMediaType();
+  return badRequest('The request body could not be parsed');
+}
+
+/**
+ * A multipart part with a filename is a file, also without a Content-Type (python-gitlab sends
+ * avatars so): formidable would read it as a text field, which a binary file's NUL bytes then
+ * make a 400. It is `application/octet-stream`, as RFC 7578 §4.4 has it.
+ */
+function onPart(part: Part, handle: (part: Part) => void): void {
+  if (part.originalFilename !== null && !part.mimetype) part.mimetype = 'application/octet-stream';
+  handle(part);
+}
+
+const koaBodyParser = koaBody({
   json: true,
   urlencoded: true,
   multipart: true,
@@ -48,19 +72,58 @@ const parseBody = koaBody({
   formLimit: MAX_JSON_BODY,
   parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never[],
   queryString: { depth: 10, arrayLimit: 1000, parameterLimit: 10000 },
-  formidable: { maxFileSize: 20 * 1024 * 1024, maxFields: 10000 },
+  formidable: { maxFileSize: 20 * 1024 * 1024, maxFields: 10000, onPart },
+  onError: (error) => {
+    throw bodyError(error);
+  },
 });
+
+/** Parses the body; the files a multipart body left in the temporary directory go when the request ends. */
+const parseBody: Middleware = async (ctx, next) => {
+  try {
+    await koaBodyParser(ctx, next);
+  } finally {
+    const files = Object.values(ctx.request.files ?? {}).flat();
+    await Promise.all(files.map((file) => fs.rm(file.filepath, { force: true })));
+  }
+};
 
 /** Rack-style query parsing: `a[]=x&a[]=y` → `{a: [x, y]}`; a repeated plain name keeps the last value. */
 export function parseQuery(querystring: string): Params {
   return qs.parse(querystring, { depth: 10, arrayLimit: 1000, parameterLimit: 10000, duplicates: 'last' }) as Params;
 }
 
-/** Query, then body, then path parameters: later sources win, as in Grape. */
+/** A multipart file part as a parameter (Grape's File): what it was called, its type and size. */
+export interface UploadedFile {
+  filename: string | null;
+  type: string;
+  size: number;
+  /** Where it waits until the request ends. */
+  path: string;
+}
+
+function uploadedFiles(ctx: AppContext): Params {
+  const files: Params = {};
+  for (const [name, value] of Object.entries(ctx.request.files ?? {})) {
+    const list = (Array.isArray(value) ? value : [value]).map(
+      (file): UploadedFile => ({
+        filename: file.originalFilename,
+        type: file.mimetype ?? 'application/octet-stream',
+        size: file.size,
+        path: file.filepath,
+      }),
+    );
+    files[name] = list.length === 1 ? list[0] : list;
+  }
+  return files;
+}
+
+/** Query, then body (fields and files), then path parameters: later sources win, as in Grape. */
 export function mergedParams(ctx: AppContext): Params {
   const body = ctx.request.body;
   const bodyParams = body && typeof body === 'object' && !Array.isArray(body) ? (body as Params) : {};
-  return { ...parseQuery(ctx.querystring), ...bodyParams, ...ctx.params };
+  const files = ctx.request.files ? uploadedFiles(ctx) : undefined;
+  return { ...parseQuery(ctx.querystring), ...bodyParams, ...files, ...ctx.params };
 }
 
 /** True when a parameter value (nested up to GitLab's depth of 3) holds a NUL character. */

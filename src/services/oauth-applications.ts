@@ -72,7 +72,6 @@ export interface ApplicationInput {
   redirectUri: string;
   scopes: string[];
   confidential: boolean;
-  ropcEnabled?: boolean;
 }
 
 /**
@@ -112,7 +111,6 @@ export async function createOauthApplication(
     redirect_uri: uris.join('\n'),
     scopes: JSON.stringify(scopes),
     confidential: input.confidential,
-    ropc_enabled: input.ropcEnabled ?? false,
     owner_id: owner?.id ?? null,
     created_at: now,
     updated_at: now,

@@ -380,15 +380,16 @@ export async function refreshAccessToken(
 }
 
 /**
- * The resource owner password credentials grant, for applications that opted in. Users with
- * two-factor authentication, blocked or locked users and wrong passwords all get `invalid_grant`.
+ * The resource owner password credentials grant, for any application that authenticated (GitLab
+ * since 15.0: no per-application opt-in; the instance may turn the grant off, which the token
+ * endpoint checks first). Unknown users, wrong passwords, users with two-factor authentication,
+ * blocked and locked users all get `invalid_grant`.
  */
 export async function passwordGrant(
   deps: Deps,
   app: OauthApplication,
   input: { username: string; password: string; scope?: string },
 ): Promise<IssuedToken> {
-  if (!app.ropc_enabled) throw new OAuthError('unauthorized_client');
   const scopes = resolveScopes(app, input.scope);
   const user = input.username.includes('@')
     ? await findUserByEmail(deps.db, input.username)

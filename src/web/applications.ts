@@ -21,7 +21,6 @@ interface FormState {
   redirectUri?: string;
   scopes?: string[];
   confidential?: boolean;
-  ropcEnabled?: boolean;
   errors?: string[];
 }
 
@@ -102,9 +101,6 @@ ${form.errors ? html`<div class="alert error" role="alert"><ul>${form.errors.map
 <input type="hidden" name="confidential" value="0">
 <label class="check"><input type="checkbox" name="confidential" value="1"${confidential ? html` checked` : ''}>
 <span>Confidential<br><span class="hint">The application can keep its secret (a server). Leave unchecked for mobile and single-page applications, which must use PKCE.</span></span></label>
-<input type="hidden" name="ropc_enabled" value="0">
-<label class="check"><input type="checkbox" name="ropc_enabled" value="1"${form.ropcEnabled ? html` checked` : ''}>
-<span>Allow the password grant<br><span class="hint">Discouraged: the application then sees your password.</span></span></label>
 <fieldset>
 <legend>Scopes</legend>
 ${OAUTH_SCOPES.map(
@@ -154,7 +150,6 @@ export function registerApplicationPages(router: Router<AppState>): void {
       redirectUri: field(form, 'redirect_uri'),
       scopes: fieldList(form, 'scopes'),
       confidential: field(form, 'confidential') === '1',
-      ropcEnabled: field(form, 'ropc_enabled') === '1',
     };
     try {
       const { application, secret } = await createOauthApplication(ctx.state.deps, browser.user, {
@@ -162,7 +157,6 @@ export function registerApplicationPages(router: Router<AppState>): void {
         redirectUri: state.redirectUri ?? '',
         scopes: state.scopes ?? [],
         confidential: state.confidential ?? true,
-        ropcEnabled: state.ropcEnabled,
       });
       await renderApplications(ctx, browser, { status: 201, created: { app: application, secret } });
     } catch (error) {

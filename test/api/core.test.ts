@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeToken, makeUser } from '../support/factories.js';
+import { makeAdmin, makeProject, makeToken, makeUser, makeUserWithToken } from '../support/factories.js';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -143,6 +143,66 @@ describe('parameters from every transport', () => {
     expect(((await res.json()) as { visibility: string }).visibility).toBe('internal');
   });
 
+  it('reads null for a parameter as the parameter left out, at any depth', async () => {
+    const { user, token } = await makeUserWithToken(app);
+    const bare = await app.request('/projects', { method: 'POST', token, body: { name: 'null-none' } });
+    const nulls = await app.request('/projects', {
+      method: 'POST',
+      token,
+      body: { name: 'null-description', description: null, topics: null, initialize_with_readme: null },
+    });
+    expect(nulls.status).toBe(201);
+    expect(nulls.body).toMatchObject({
+      description: bare.body.description,
+      topics: bare.body.topics,
+      empty_repo: true,
+    });
+    const required = await app.request('/projects', { method: 'POST', token, body: { name: null, path: null } });
+    expect(required.status).toBe(400);
+    expect(required.body).toEqual({ error: 'name, path are missing, at least one parameter must be provided' });
+
+    const project = await makeProject(app, user);
+    const url = `/projects/${project.id}/repository`;
+    const created = await app.request(`${url}/files/a%2Fb.txt`, {
+      method: 'POST',
+      token,
+      body: {
+        branch: 'main',
+        content: 'one',
+        commit_message: 'add',
+        start_branch: null,
+        author_email: null,
+        encoding: null,
+      },
+    });
+    expect([created.status, created.body]).toEqual([201, { file_path: 'a/b.txt', branch: 'main' }]);
+    // What current python-gitlab sends on every file update.
+    const updated = await app.request(`${url}/files/a%2Fb.txt`, {
+      method: 'PUT',
+      token,
+      body: { branch: 'main', content: 'two', commit_message: 'update', start_branch: null, last_commit_id: null },
+    });
+    expect([updated.status, updated.body]).toEqual([200, { file_path: 'a/b.txt', branch: 'main' }]);
+    const commit = await app.request(`${url}/commits`, {
+      method: 'POST',
+      token,
+      body: {
+        branch: 'main',
+        commit_message: 'several',
+        start_sha: null,
+        actions: [
+          { action: 'create', file_path: 'c.txt', content: 'new', encoding: null, last_commit_id: null },
+          { action: 'update', file_path: 'a/b.txt', content: 'three', previous_path: null },
+        ],
+      },
+    });
+    expect(commit.status, commit.text).toBe(201);
+    const file = await app.request(`${url}/files/a%2Fb.txt/raw`, { token, query: { ref: 'main' } });
+    expect(file.text).toBe('three');
+    const added = await app.request(`${url}/files/c.txt/raw`, { token, query: { ref: 'main' } });
+    expect([added.status, added.text]).toEqual([200, 'new']);
+  });
+
   it('answers malformed JSON with a 400, never a 500', async () => {
     const user = await makeUser(app);
     const res = await fetch(`${app.baseUrl}/api/v4/projects`, {
@@ -152,6 +212,89 @@ describe('parameters from every transport', () => {
     });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { message: string }).message).toMatch(/^400 Bad request/);
+  });
+
+  it("answers a body that cannot be parsed with GitLab's 400, never a 500", async () => {
+    const admin = await makeAdmin(app);
+    const token = await makeToken(app, admin);
+    const part = (name: string, value: string) =>
+      `--XX\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    const bodies: [string, string][] = [
+      ['multipart/form-data', `${part('name', 'no-boundary')}--XX--\r\n`],
+      [
+        'multipart/form-data; boundary=XX',
+        `${part('name', 'cut')}--XX\r\nContent-Disposition: form-data; name="path"\r\n\r\nx`,
+      ],
+      ['multipart/form-data; boundary=XX', '--XX\r\nthis is no header\r\n\r\nvalue\r\n--XX--\r\n'],
+      ['multipart/form-data; boundary=XX', 'no delimiter at all'],
+      ['application/json', '[1, 2'],
+    ];
+    for (const path of ['/projects', '/groups']) {
+      for (const [type, body] of bodies) {
+        const res = await fetch(`${app.baseUrl}/api/v4${path}`, {
+          method: 'POST',
+          headers: { 'PRIVATE-TOKEN': token, 'Content-Type': type },
+          body,
+        });
+        const answer = { path, type, status: res.status, body: await res.json() };
+        expect(answer).toEqual({
+          path,
+          type,
+          status: 400,
+          body: { message: '400 Bad request - The request body could not be parsed' },
+        });
+        expect(res.headers.get('content-type')).toBe('application/json');
+      }
+    }
+  });
+
+  it('reads a multipart part with a filename and no Content-Type as a file, as python-gitlab sends avatars', async () => {
+    const { token } = await makeUserWithToken(app);
+    // A PNG's first bytes hold NULs, which no text field may carry.
+    const png = Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex');
+    const body = Buffer.concat([
+      Buffer.from(
+        '--XX\r\nContent-Disposition: form-data; name="name"\r\n\r\nwith-avatar\r\n' +
+          '--XX\r\nContent-Disposition: form-data; name="file"\r\n\r\n\r\n' +
+          '--XX\r\nContent-Disposition: form-data; name="avatar"; filename="avatar.png"\r\n\r\n',
+      ),
+      png,
+      Buffer.from('\r\n--XX--\r\n'),
+    ]);
+    const res = await fetch(`${app.baseUrl}/api/v4/projects`, {
+      method: 'POST',
+      headers: { 'PRIVATE-TOKEN': token, 'Content-Type': 'multipart/form-data; boundary=XX' },
+      body,
+    });
+    const created = (await res.json()) as { id: number; name: string };
+    expect([res.status, created.name]).toEqual([201, 'with-avatar']);
+    // The same bytes sent as a field are still refused.
+    const field = Buffer.from(body.toString('latin1').replace('; filename="avatar.png"', ''), 'latin1');
+    const refused = await fetch(`${app.baseUrl}/api/v4/projects`, {
+      method: 'POST',
+      headers: { 'PRIVATE-TOKEN': token, 'Content-Type': 'multipart/form-data; boundary=XX' },
+      body: field,
+    });
+    expect([refused.status, await refused.json()]).toEqual([400, { message: '400 Bad request' }]);
+    // A file is a parameter like any other: an update that sends only the avatar is an update.
+    const avatarOnly = Buffer.concat([
+      Buffer.from('--XX\r\nContent-Disposition: form-data; name="avatar"; filename="avatar.png"\r\n\r\n'),
+      png,
+      Buffer.from('\r\n--XX--\r\n'),
+    ]);
+    const updated = await fetch(`${app.baseUrl}/api/v4/projects/${created.id}`, {
+      method: 'PUT',
+      headers: { 'PRIVATE-TOKEN': token, 'Content-Type': 'multipart/form-data; boundary=XX' },
+      body: avatarOnly,
+    });
+    expect(updated.status).toBe(200);
+    // And a file where text is expected is invalid, as in Grape.
+    const fileAsText = await fetch(`${app.baseUrl}/api/v4/projects/${created.id}`, {
+      method: 'PUT',
+      headers: { 'PRIVATE-TOKEN': token, 'Content-Type': 'multipart/form-data; boundary=XX' },
+      body: avatarOnly.toString('latin1').replace('name="avatar"', 'name="description"'),
+    });
+    expect([fileAsText.status, await fileAsText.json()]).toEqual([400, { error: 'description is invalid' }]);
   });
 
   it('refuses a body over the size limit with 413', async () => {

@@ -2,8 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { digestToken } from '../../src/lib/crypto.js';
 import { s256CodeChallenge } from '../../src/lib/pkce.js';
-import type { TestApp } from '../support/app.js';
-import { makeUser } from '../support/factories.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { makeAdmin, makeToken, makeUser } from '../support/factories.js';
 import {
   codeFor,
   exchange,
@@ -411,22 +411,54 @@ describe('refresh tokens', () => {
 });
 
 describe('the password grant', () => {
-  it('is refused for applications that did not opt in', async () => {
-    expectError(
-      await oauthPost(app, '/oauth/token', {
-        grant_type: 'password',
-        username: user.username,
-        password: PASSWORD,
-        client_id: client.clientId,
-        client_secret: client.secret,
-      }),
-      401,
-      'unauthorized_client',
-    );
+  // GitLab since 15.0: any application that authenticates with its client credentials may use it;
+  // there is no per-application opt-in.
+  const grant = (username: string, password: string, basic: [string, string]) =>
+    oauthPost(app, '/oauth/token', { grant_type: 'password', username, password }, { basic });
+
+  it('is granted to any application that authenticates, by HTTP Basic or by form fields', async () => {
+    const basic = await grant(user.username, PASSWORD, [client.clientId, client.secret]);
+    expect(basic.status).toBe(200);
+    expect(basic.body.token_type).toBe('Bearer');
+    expect(basic.body.refresh_token).toBeTruthy();
+    expect((await me(basic.body.access_token)).body.username).toBe(user.username);
+    const form = await oauthPost(app, '/oauth/token', {
+      grant_type: 'password',
+      username: user.username,
+      password: PASSWORD,
+      client_id: other.clientId,
+      client_secret: other.secret,
+    });
+    expect(form.status).toBe(200);
+    expect((await me(form.body.access_token)).body.username).toBe(user.username);
+    // A public application authenticates with its client_id alone, as Doorkeeper allows.
+    const pub = await oauthPost(app, '/oauth/token', {
+      grant_type: 'password',
+      username: user.username,
+      password: PASSWORD,
+      client_id: publicClient.clientId,
+    });
+    expect(pub.status).toBe(200);
+    // An application registered with the old opt-in parameter: GitLab ignores what it does not declare.
+    const legacy = await app.request('/applications', {
+      method: 'POST',
+      token: adminToken,
+      body: { name: 'Old script', redirect_uri: 'https://old.example/cb', scopes: 'api', ropc_enabled: false },
+    });
+    expect(legacy.status).toBe(201);
+    expect(legacy.body).not.toHaveProperty('ropc_enabled');
+    const legacyGrant = await grant(user.username, PASSWORD, [legacy.body.application_id, legacy.body.secret]);
+    expect(legacyGrant.status).toBe(200);
+    const metadata = await (await fetch(new URL('/.well-known/oauth-authorization-server', app.baseUrl))).json();
+    expect((metadata as { grant_types_supported: string[] }).grant_types_supported).toEqual([
+      'authorization_code',
+      'refresh_token',
+      'password',
+    ]);
   });
 
   it('issues tokens for the right password, refuses wrong ones, two-factor users and floods', async () => {
-    const ropc = await registerApp(app, adminToken, { ropc: true, scopes: 'api' });
+    const ropc = await registerApp(app, adminToken, { scopes: 'api' });
     const grant = (username: string, password: string) =>
       oauthPost(
         app,
@@ -440,9 +472,20 @@ describe('the password grant', () => {
     expect(ok.body.scope).toBe('api');
     expect((await me(ok.body.access_token)).body.username).toBe(user.username);
     expectError(await grant(user.username, 'wrong password'), 400, 'invalid_grant', INVALID_GRANT);
+    expectError(await grant('nobody-by-this-name', PASSWORD), 400, 'invalid_grant', INVALID_GRANT);
     // Client authentication is required, also for the password grant.
     expectError(
       await oauthPost(app, '/oauth/token', { grant_type: 'password', username: user.username, password: PASSWORD }),
+      401,
+      'invalid_client',
+    );
+    expectError(
+      await oauthPost(
+        app,
+        '/oauth/token',
+        { grant_type: 'password', username: user.username, password: PASSWORD },
+        { basic: [ropc.clientId, 'gloas-wrong'] },
+      ),
       401,
       'invalid_client',
     );
@@ -464,5 +507,38 @@ describe('the password grant', () => {
     expectError(await grant(target.username, PASSWORD), 400, 'invalid_grant', INVALID_GRANT);
     app.clock.advance(10 * 60_000);
     expect((await grant(target.username, PASSWORD)).status).toBe(200);
+  });
+});
+
+describe('the password grant turned off (OAUTH_PASSWORD_GRANT=false)', () => {
+  let off: TestApp;
+  afterAll(async () => {
+    await off?.close();
+  });
+
+  it('is not offered: unsupported_grant_type, and the metadata leaves it out; other grants work', async () => {
+    off = await startTestApp({ env: { OAUTH_PASSWORD_GRANT: 'false' } });
+    const admin = await makeToken(off, await makeAdmin(off));
+    const owner = await makeUser(off, { password: PASSWORD });
+    const registered = await registerApp(off, admin, { scopes: 'api' });
+    const refused = await oauthPost(
+      off,
+      '/oauth/token',
+      { grant_type: 'password', username: owner.username, password: PASSWORD },
+      { basic: [registered.clientId, registered.secret] },
+    );
+    expectError(refused, 400, 'unsupported_grant_type');
+    const metadata = await (await fetch(new URL('/.well-known/oauth-authorization-server', off.baseUrl))).json();
+    expect((metadata as { grant_types_supported: string[] }).grant_types_supported).toEqual([
+      'authorization_code',
+      'refresh_token',
+    ]);
+    const unknownGrant = await oauthPost(
+      off,
+      '/oauth/token',
+      { grant_type: 'refresh_token', refresh_token: 'nope' },
+      { basic: [registered.clientId, registered.secret] },
+    );
+    expectError(unknownGrant, 400, 'invalid_grant');
   });
 });

@@ -100,7 +100,7 @@ describe('GET /projects/:id/repository/files/:file_path', () => {
         const { bytes, metadata } = await expectedMetadata(ref, file);
         const res = await app.request(fileUrl(project.id, file.path), { query: { ref } });
         expect({ ref, path: file.path, status: res.status }).toEqual({ ref, path: file.path, status: 200 });
-        expect(res.headers.get('content-type')).toBe('application/json; charset=utf-8');
+        expect(res.headers.get('content-type')).toBe('application/json');
         expect(Object.keys(res.body)).toEqual([...METADATA_KEYS, 'content']);
         const { content, ...rest } = res.body;
         expect(rest).toEqual(metadata);

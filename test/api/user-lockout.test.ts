@@ -22,7 +22,7 @@ let ropc: RegisteredApp;
 beforeAll(async () => {
   app = await startTestApp();
   const adminToken = await makeToken(app, await makeAdmin(app));
-  ropc = await registerApp(app, adminToken, { ropc: true, scopes: 'api' });
+  ropc = await registerApp(app, adminToken, { scopes: 'api' });
 });
 afterAll(async () => {
   await app?.close();

@@ -9,9 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { makeAdmin, makeToken, makeUser } from '../support/factories.js';
+import { CHROMIUM, CHROMIUM_PATH, lacks } from '../support/programs.js';
 
-/** Debian's Chromium (apt-get install chromium); Playwright never downloads a browser here. */
-const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = [
   '--headless',
   '--no-sandbox',
@@ -46,7 +45,7 @@ beforeAll(async () => {
   userDataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-chromium-'));
   // A fresh profile, and no JavaScript at all: the pages must work as plain HTML forms.
   context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
+    executablePath: CHROMIUM_PATH,
     args: CHROMIUM_ARGS,
     headless: true,
     javaScriptEnabled: false,
@@ -61,7 +60,7 @@ afterAll(async () => {
   if (userDataDir) await fs.rm(userDataDir, { recursive: true, force: true });
 });
 
-describe('a real browser and a standard OAuth client library', () => {
+describe.skipIf(lacks(CHROMIUM))('a real browser and a standard OAuth client library', () => {
   it('sign in, approve, follow the redirect; oauth4webapi exchanges the code (PKCE S256) and reads /api/v4/user', async () => {
     const redirectUri = `${callbackBase}/callback`;
     const registered = await app.request('/applications', {

@@ -10,6 +10,7 @@ import type { Project, User } from '../../src/db/schema.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { makeProjectMember, makeSampleProject, makeUser, type Role } from '../support/factories.js';
 import { type GitCredentials, remoteUrl, runGitClient } from '../support/git-client.js';
+import { GIT_LFS, lacks } from '../support/programs.js';
 
 let app: TestApp;
 let scratch: string;
@@ -37,7 +38,7 @@ afterAll(async () => {
   await fs.rm(scratch, { recursive: true, force: true });
 });
 
-describe('Git LFS with the real git-lfs client', () => {
+describe.skipIf(lacks(GIT_LFS))('Git LFS with the real git-lfs client', () => {
   it('pushes LFS objects, serves them to a fresh clone, and puts them in archives', async () => {
     const { project, gitDir } = await makeSampleProject(app, owner, { path: `lfs${++counter}`, visibility: 'private' });
     const maintainer = await member(project, 'maintainer');

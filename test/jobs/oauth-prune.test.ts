@@ -22,7 +22,7 @@ let browser: WebClient;
 beforeAll(async () => {
   app = await startTestApp();
   const adminToken = await makeToken(app, await makeAdmin(app));
-  client = await registerApp(app, adminToken, { ropc: true, scopes: 'api' });
+  client = await registerApp(app, adminToken, { scopes: 'api' });
   username = (await makeUser(app, { password: PASSWORD })).username;
   browser = new WebClient(app);
   expect((await browser.signIn(username, PASSWORD)).status).toBe(303);

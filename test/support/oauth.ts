@@ -21,7 +21,7 @@ export interface RegisteredApp {
 export async function registerApp(
   app: TestApp,
   adminToken: string,
-  options: { confidential?: boolean; scopes?: string; redirectUri?: string; ropc?: boolean; name?: string } = {},
+  options: { confidential?: boolean; scopes?: string; redirectUri?: string; name?: string } = {},
 ): Promise<RegisteredApp> {
   const redirectUri = options.redirectUri ?? REDIRECT_URI;
   const res = await app.request('/applications', {
@@ -32,7 +32,6 @@ export async function registerApp(
       redirect_uri: redirectUri,
       scopes: options.scopes ?? 'api read_user',
       confidential: options.confidential ?? true,
-      ropc_enabled: options.ropc ?? false,
     },
   });
   expect(res.status, res.text).toBe(201);

@@ -14,6 +14,7 @@ describe('configuration', () => {
       logLevel: 'info',
       seedDemo: true,
       oauthHttpRedirectUris: 'any',
+      oauthPasswordGrant: true,
     });
   });
 
@@ -30,6 +31,7 @@ describe('configuration', () => {
         ADMIN_TOKEN: 'glpat-abc',
         LOG_LEVEL: 'warn',
         OAUTH_HTTP_REDIRECT_URIS: 'loopback',
+        OAUTH_PASSWORD_GRANT: 'false',
       },
       '/srv',
     );
@@ -45,6 +47,7 @@ describe('configuration', () => {
       logLevel: 'warn',
       seedDemo: false,
       oauthHttpRedirectUris: 'loopback',
+      oauthPasswordGrant: false,
     });
   });
 
@@ -56,6 +59,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ REPOSITORY_STORAGES: 'default=/a,default=/b' })).toThrow(/twice/);
     expect(() => loadConfig({ REPOSITORY_STORAGES: '../x=/a,default=/b' })).toThrow(/invalid storage name/);
     expect(() => loadConfig({ SEED_DEMO: 'perhaps' })).toThrow(/SEED_DEMO/);
+    expect(() => loadConfig({ OAUTH_PASSWORD_GRANT: 'sometimes' })).toThrow(
+      'OAUTH_PASSWORD_GRANT must be true or false, got "sometimes"',
+    );
     expect(() => loadConfig({ OAUTH_HTTP_REDIRECT_URIS: 'https' })).toThrow(
       'OAUTH_HTTP_REDIRECT_URIS must be one of any, loopback, got "https"',
     );

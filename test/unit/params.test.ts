@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ApiError } from '../../src/http/errors.js';
-import { atLeastOneOf, exactlyOneOf, mutuallyExclusive, p, pagination, validateParams } from '../../src/http/params.js';
+import {
+  atLeastOneOf,
+  exactlyOneOf,
+  mutuallyExclusive,
+  p,
+  pagination,
+  validateParams,
+  withoutNulls,
+} from '../../src/http/params.js';
 
 const errorOf = (fn: () => unknown) => {
   try {
@@ -120,5 +128,44 @@ describe('pagination parameters', () => {
     expect(errorOf(() => validateParams(schema, { per_page: '-1' })).body).toEqual({
       error: 'per_page does not have a valid value',
     });
+  });
+});
+
+describe('null parameters', () => {
+  const schema = z
+    .object({
+      name: p.string(),
+      description: p.string().optional(),
+      per_page: p.perPage(),
+      cleared: p.string().nullable().optional(),
+      actions: p.array(z.object({ action: p.string(), content: p.string().optional() })).optional(),
+      settings: z.object({ on: p.bool().optional() }).optional(),
+    })
+    .superRefine((v, ctx) => atLeastOneOf(v, ['description', 'cleared'], ctx));
+
+  it('reads null as the parameter left out, at any depth; a nullable parameter keeps it', () => {
+    expect(
+      validateParams(schema, {
+        name: 'n',
+        description: null,
+        per_page: null,
+        cleared: null,
+        actions: [{ action: 'create', content: null }],
+        settings: { on: null },
+      }),
+    ).toEqual({ name: 'n', per_page: 20, cleared: null, actions: [{ action: 'create' }], settings: {} });
+  });
+
+  it('names a required parameter given as null missing, and refinements see it left out', () => {
+    expect(errorOf(() => validateParams(schema, { name: null })).body).toEqual({ error: 'name is missing' });
+    expect(errorOf(() => validateParams(schema, { name: 'n', description: null })).body).toEqual({
+      error: 'description, cleared are missing, at least one parameter must be provided',
+    });
+  });
+
+  it('gives back the very object when it holds no null', () => {
+    const input = { name: 'n', actions: [{ action: 'x' }], extra: { deep: [1, 'two'] } };
+    expect(withoutNulls(schema, input)).toBe(input);
+    expect(withoutNulls(undefined, { a: { b: null }, c: [null] })).toEqual({ a: {}, c: [null] });
   });
 });

@@ -188,7 +188,6 @@ describe('/profile/applications', () => {
       redirect_uri: 'https://tool.example/cb\r\nhttp://127.0.0.1:8000/cb',
       scopes: ['read_user', 'read_api'],
       confidential: ['0', '1'],
-      ropc_enabled: '0',
     });
     expect(created.status).toBe(201);
     const secret = /id="created_secret">(gloas-[A-Za-z0-9_-]+)</.exec(created.text)?.[1];
@@ -205,7 +204,6 @@ describe('/profile/applications', () => {
     expect(row.scopes).toEqual(['read_user', 'read_api']);
     expect(row.redirect_uri).toBe('https://tool.example/cb\nhttp://127.0.0.1:8000/cb');
     expect(row.confidential).toBe(true);
-    expect(row.ropc_enabled).toBe(false);
     expect(row.secret_digest).toBe(digestToken(secret as string));
 
     const list = await browser.get('/profile/applications');

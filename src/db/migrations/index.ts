@@ -8,6 +8,7 @@ import * as m0006 from './0006-user-lockout.js';
 import * as m0007 from './0007-write-leases.js';
 import * as m0008 from './0008-row-change-notices.js';
 import * as m0009 from './0009-lookup-notices.js';
+import * as m0010 from './0010-oauth-password-grant.js';
 
 /** Every migration in order. Names never change once landed. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007-write-leases': m0007,
   '0008-row-change-notices': m0008,
   '0009-lookup-notices': m0009,
+  '0010-oauth-password-grant': m0010,
 };

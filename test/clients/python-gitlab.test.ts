@@ -1,0 +1,220 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { makeAdmin, makeToken } from '../support/factories.js';
+import { GITLAB_CLI, lacks, PYTHON_GITLAB } from '../support/programs.js';
+
+/**
+ * python-gitlab, the client most Python CI and release scripts use, as Debian ships it
+ * (`python3-gitlab` 3.12, run by /usr/bin/python3, and its command line from `gitlab-cli`),
+ * unpatched. Each script under python-gitlab/ drives one set of flows and prints what it saw as
+ * one JSON line; the assertions are here.
+ */
+
+const SCRIPTS = path.join(import.meta.dirname, 'python-gitlab');
+const SHA = /^[0-9a-f]{40}$/;
+
+let app: TestApp;
+let token: string;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program against the server, asynchronously: the server lives in this process. */
+function run(command: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(
+      command,
+      args,
+      {
+        env: { PATH: process.env.PATH ?? '', LANG: 'C.UTF-8', HOME: os.tmpdir(), PYTHONDONTWRITEBYTECODE: '1', ...env },
+        timeout: 120_000,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+      (error, stdout, stderr) => {
+        const code = error ? Number((error as { code?: number }).code ?? 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** The report a flow script printed; fails with its traceback when it did not end well. */
+async function flow(script: string): Promise<Record<string, unknown>> {
+  const result = await run('/usr/bin/python3', [path.join(SCRIPTS, script)], {
+    DEPOT_URL: app.baseUrl,
+    DEPOT_TOKEN: token,
+  });
+  expect(result.code, result.stderr).toBe(0);
+  expect(result.stderr).toBe('');
+  return JSON.parse(result.stdout);
+}
+
+describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
+  beforeAll(async () => {
+    app = await startTestApp();
+    const admin = await makeAdmin(app, { username: 'ada', name: 'Ada Lovelace', email: 'ada@example.com' });
+    token = await makeToken(app, admin, ['api']);
+  });
+  afterAll(async () => {
+    await app?.close();
+  });
+
+  it('groups, projects, files, commits, tree, blobs, archives, compare, refs, changelog, namespaces, deletion', async () => {
+    const out = await flow('repository.py');
+    const commitUrl = `${app.baseUrl}/py-tools/libs/Client/-/commit/[0-9a-f]{40}`;
+    expect(out).toEqual({
+      user: 'ada',
+      groups: ['py-tools', 'py-tools/libs', true],
+      subgroups: ['py-tools/libs'],
+      // Asked for internal inside a private group: GitLab lowers it on creation.
+      project: ['py-tools/libs/Client', 'main', 'Made by python-gitlab', 'private', false],
+      by_path: true,
+      readme: '# Client\n\nMade by python-gitlab\n',
+      tag_v1: 'v1.0.0',
+      guide: 'second\n',
+      guide_gone: ['GitlabGetError', 404],
+      commit: ['Add the client', 1, 26],
+      commit_diff: ['README.md', 'data/blob.bin', 'many/file-00.txt'],
+      commit_get: 'Add the client\n\nChangelog: added',
+      // 25 entries, 10 a page: the iterator follows the Link headers through 3 pages.
+      tree_iterator: [25, 3],
+      tree_all: ['file-00.txt', 'file-08.txt', 'file-16.txt', 'file-24.txt'],
+      tree_root: [
+        ['README.md', 'blob'],
+        ['data', 'tree'],
+        ['many', 'tree'],
+        ['src', 'tree'],
+      ],
+      blob: ['base64', '# Client\n', 9],
+      raw_blob: '# Client\n',
+      raw_file: true,
+      tar: [32, 'README.md', '# Client\n'],
+      zip: [null, true],
+      branches: ['feature/faster', 'main'],
+      branch_get: ['feature/faster', false],
+      compare: [['Go faster'], ['src/client.py'], false],
+      merge_base: true,
+      contributors: [['Ada Lovelace', 5]],
+      tags: ['v1.0.0', 'v1.1.0-rc1'],
+      tag_message: 'Candidate',
+      after_delete: [['v1.0.0'], ['main']],
+      changelog_notes: expect.stringMatching(
+        new RegExp(
+          `^## 1\\.1\\.0 \\(2026-01-15\\)\n\n### added \\(1 change\\)\n\n- \\[Add the client\\]\\(${commitUrl}\\)\n\n` +
+            `### changed \\(1 change\\)\n\n- \\[Rewrite the guide\\]\\(${commitUrl}\\)\n$`,
+        ),
+      ),
+      // GitLab renders the handler's `status(200)` as the body.
+      changelog_post: 200,
+      changelog_file: true,
+      search_projects: ['py-tools/libs/Client'],
+      search_groups: ['py-tools/libs'],
+      namespaces: ['py-tools/libs'],
+      namespace: ['group', true],
+      deleted: ['GitlabGetError', 404],
+    });
+  });
+
+  it('users and their tokens, members of groups and projects, avatars', async () => {
+    const out = await flow('people.py');
+    expect(out).toEqual({
+      user: ['grace', 'Grace Hopper', 'active'],
+      user_get: 'grace',
+      users_by_username: [true],
+      users_search: ['grace'],
+      user_renamed: 'Grace B. Hopper',
+      token: ['release', ['api', 'read_user'], true, true],
+      token_user: 'grace',
+      tokens: [['release', true, false]],
+      token_revoked: ['GitlabAuthenticationError', 401],
+      tokens_after: [true],
+      Group_added: ['grace', 30],
+      Group_changed: 40,
+      Group_list: [
+        ['ada', 50],
+        ['grace', 40],
+      ],
+      Group_all: ['ada', 'grace'],
+      Group_removed: ['GitlabGetError', 404],
+      Project_added: ['grace', 30],
+      Project_changed: 40,
+      // The creator of a group's project is a member through the group only.
+      Project_list: [['grace', 40]],
+      Project_all: ['ada', 'grace'],
+      Project_removed: ['GitlabGetError', 404],
+      avatar_project: 'pictured',
+      avatar_saved: 'pictured',
+    });
+  });
+
+  describe.skipIf(lacks(GITLAB_CLI))('the command line', () => {
+    let config: string;
+    let project: { id: number; path_with_namespace: string };
+
+    beforeAll(async () => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-python-gitlab-'));
+      config = path.join(dir, 'python-gitlab.cfg');
+      await fs.writeFile(
+        config,
+        `[global]\ndefault = depot\ntimeout = 30\n\n[depot]\nurl = ${app.baseUrl}\nprivate_token = ${token}\napi_version = 4\n`,
+      );
+      const res = await app.request('/projects', {
+        method: 'POST',
+        token,
+        body: { name: 'cli-tool', initialize_with_readme: true, description: 'From the command line' },
+      });
+      expect(res.status).toBe(201);
+      project = res.body;
+      return () => fs.rm(dir, { recursive: true, force: true });
+    });
+
+    /** `gitlab <args>` (Debian's `python-gitlab`) with the configuration file. */
+    async function cli(...args: string[]): Promise<string> {
+      const result = await run('python-gitlab', ['-c', config, ...args]);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toBe('');
+      return result.stdout;
+    }
+
+    it('project list, project get --id', async () => {
+      const listed = await cli('project', 'list');
+      expect(listed).toContain(`id: ${project.id}\npath_with_namespace: ${project.path_with_namespace}\n`);
+      expect(await cli('project', 'get', '--id', String(project.id))).toBe(
+        `id: ${project.id}\npath_with_namespace: ${project.path_with_namespace}\n`,
+      );
+      const json = JSON.parse(await cli('-o', 'json', 'project', 'get', '--id', String(project.id)));
+      expect(json).toMatchObject({ id: project.id, name: 'cli-tool', description: 'From the command line' });
+    });
+
+    it('project-branch list --project-id', async () => {
+      expect(await cli('project-branch', 'list', '--project-id', String(project.id))).toBe('name: main\n\n');
+      const [main] = JSON.parse(await cli('-o', 'json', 'project-branch', 'list', '--project-id', String(project.id)));
+      expect(main).toMatchObject({ name: 'main', default: true, protected: true, merged: false });
+      expect(main.commit.id).toMatch(SHA);
+    });
+
+    it('project-file get', async () => {
+      const args = [
+        'project-file',
+        'get',
+        '--project-id',
+        String(project.id),
+        '--file-path',
+        'README.md',
+        '--ref',
+        'main',
+      ];
+      expect(await cli(...args)).toBe('file-path: README.md\nfile_path: README.md\n');
+      const file = JSON.parse(await cli('-o', 'json', ...args));
+      expect(file).toMatchObject({ file_name: 'README.md', file_path: 'README.md', ref: 'main', encoding: 'base64' });
+      expect(Buffer.from(file.content, 'base64').toString()).toBe('# cli-tool\n\nFrom the command line\n');
+    });
+  });
+});
