@@ -26,11 +26,6 @@ export interface Config {
    * native apps: RFC 9700 §2.6, RFC 8252 §7.3).
    */
   oauthHttpRedirectUris: OauthHttpRedirectUris;
-  /**
-   * Whether `POST /oauth/token` offers the password grant (to every application that
-   * authenticates, as GitLab since 15.0). Depot's own switch; an application setting later.
-   */
-  oauthPasswordGrant: boolean;
 }
 
 export const OAUTH_HTTP_REDIRECT_URIS = ['any', 'loopback'] as const;
@@ -136,6 +131,5 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel,
     seedDemo: envBoolean('SEED_DEMO', env.SEED_DEMO, databaseUrl === undefined),
     oauthHttpRedirectUris: oauthHttpRedirectUris as OauthHttpRedirectUris,
-    oauthPasswordGrant: envBoolean('OAUTH_PASSWORD_GRANT', env.OAUTH_PASSWORD_GRANT, true),
   };
 }

@@ -6,12 +6,13 @@ import { readApplicationSettings, updateApplicationSettings } from '../services/
 import { requireAdmin } from './helpers.js';
 
 /** The settings PUT accepts so far (GitLab's lib/api/settings.rb declares many more). */
-const SETTING_NAMES = ['repository_storages_weighted', 'repository_storages'];
+const SETTING_NAMES = ['repository_storages_weighted', 'repository_storages', 'oauth_password_grant_enabled'];
 
 const updateParams = z
   .object({
     repository_storages_weighted: z.record(z.string(), p.int()).optional(),
     repository_storages: p.array(p.string()).optional(),
+    oauth_password_grant_enabled: p.bool().optional(),
   })
   .superRefine((v, ctx) => atLeastOneOf(v, SETTING_NAMES, ctx));
 

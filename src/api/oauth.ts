@@ -5,6 +5,7 @@ import { readBearer } from '../http/auth.js';
 import type { AppContext, AppState } from '../http/context.js';
 import { checkRateLimit, type RateLimit } from '../http/rate-limit.js';
 import { presentTokenInfo, presentTokenResponse } from '../presenters/oauth-token.js';
+import { passwordGrantEnabled } from '../services/application-settings.js';
 import type { Deps } from '../services/deps.js';
 import {
   authenticateClient,
@@ -203,7 +204,7 @@ async function tokenGrant(ctx: AppContext, state: { basic: boolean }): Promise<I
     }
     case 'password': {
       // Turned off, the grant is not offered at all, as Doorkeeper answers a flow it lacks.
-      if (!deps.config.oauthPasswordGrant) throw new OAuthError('unsupported_grant_type');
+      if (!(await passwordGrantEnabled(deps))) throw new OAuthError('unsupported_grant_type');
       const username = required(params, 'username');
       const password = required(params, 'password');
       const app = await authenticateClient(deps, auth);
@@ -217,7 +218,7 @@ async function tokenGrant(ctx: AppContext, state: { basic: boolean }): Promise<I
 }
 
 /** Server metadata (RFC 8414), so clients can discover the endpoints and PKCE support. */
-function metadata(deps: Deps) {
+async function metadata(deps: Deps) {
   const base = deps.config.baseUrl;
   return {
     issuer: base,
@@ -231,7 +232,7 @@ function metadata(deps: Deps) {
     grant_types_supported: [
       'authorization_code',
       'refresh_token',
-      ...(deps.config.oauthPasswordGrant ? ['password'] : []),
+      ...((await passwordGrantEnabled(deps)) ? ['password'] : []),
     ],
     code_challenge_methods_supported: ['S256'],
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
@@ -298,8 +299,8 @@ export function oauthRoutes(): Middleware<AppState> {
     }),
   );
 
-  router.get('/.well-known/oauth-authorization-server', (ctx) => {
-    ctx.body = metadata(ctx.state.deps);
+  router.get('/.well-known/oauth-authorization-server', async (ctx) => {
+    ctx.body = await metadata(ctx.state.deps);
   });
 
   return router.routes() as Middleware<AppState>;

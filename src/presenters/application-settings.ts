@@ -10,5 +10,6 @@ export function presentApplicationSettings(settings: ApplicationSettings) {
     updated_at: isoTime(settings.updatedAt),
     repository_storages_weighted: weighted,
     repository_storages: Object.keys(weighted).filter((name) => (weighted[name] ?? 0) > 0),
+    oauth_password_grant_enabled: settings.oauthPasswordGrantEnabled,
   };
 }

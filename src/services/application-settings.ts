@@ -12,12 +12,18 @@ export interface ApplicationSettings {
   updatedAt: Date;
   /** Every configured storage with its weight (0–100) for new repositories. */
   repositoryStoragesWeighted: Record<string, number>;
+  /** Depot's own: whether POST /oauth/token offers the password grant (GitLab always does). */
+  oauthPasswordGrantEnabled: boolean;
 }
+
+/** Depot's own setting key (not GitLab's): the instance switch of the OAuth password grant. */
+export const PASSWORD_GRANT_SETTING = 'oauth_password_grant_enabled';
 
 export interface ApplicationSettingsChange {
   repository_storages_weighted?: Record<string, number>;
   /** Deprecated: the storages new repositories may go to; the others get weight 0. */
   repository_storages?: string[];
+  oauth_password_grant_enabled?: boolean;
 }
 
 const MAX_STORAGE_WEIGHT = 100;
@@ -35,7 +41,18 @@ export async function readApplicationSettings(deps: Deps): Promise<ApplicationSe
     createdAt,
     updatedAt: updatedAt ?? createdAt,
     repositoryStoragesWeighted: await storageWeights(deps.db, deps.storages),
+    oauthPasswordGrantEnabled: rows.find((r) => r.key === PASSWORD_GRANT_SETTING)?.value !== false,
   };
+}
+
+/** The password grant's switch (on unless an administrator turned it off). */
+export async function passwordGrantEnabled(deps: Deps): Promise<boolean> {
+  const row = await deps.db
+    .selectFrom('application_settings')
+    .select('value')
+    .where('key', '=', PASSWORD_GRANT_SETTING)
+    .executeTakeFirst();
+  return row?.value !== false;
 }
 
 /** Validates and stores a change, GitLab's model validations giving 400 `{"message": {...}}`. */
@@ -62,10 +79,17 @@ export async function updateApplicationSettings(deps: Deps, change: ApplicationS
     );
   }
   errors.throwIfAny();
-  if (weights === undefined) return;
+  const values = [
+    ...(weights === undefined ? [] : [{ key: STORAGE_WEIGHTS_SETTING, value: JSON.stringify(weights) }]),
+    ...(change.oauth_password_grant_enabled === undefined
+      ? []
+      : [{ key: PASSWORD_GRANT_SETTING, value: JSON.stringify(change.oauth_password_grant_enabled) }]),
+  ];
+  if (values.length === 0) return;
+  const now = deps.clock.now();
   await deps.db
     .insertInto('application_settings')
-    .values({ key: STORAGE_WEIGHTS_SETTING, value: JSON.stringify(weights), updated_at: deps.clock.now() })
+    .values(values.map((v) => ({ ...v, updated_at: now })))
     .onConflict((oc) =>
       oc.column('key').doUpdateSet({ value: sql`excluded.value`, updated_at: sql`excluded.updated_at` }),
     )

@@ -510,15 +510,25 @@ describe('the password grant', () => {
   });
 });
 
-describe('the password grant turned off (OAUTH_PASSWORD_GRANT=false)', () => {
+describe('the password grant turned off (application setting oauth_password_grant_enabled=false)', () => {
   let off: TestApp;
   afterAll(async () => {
     await off?.close();
   });
 
   it('is not offered: unsupported_grant_type, and the metadata leaves it out; other grants work', async () => {
-    off = await startTestApp({ env: { OAUTH_PASSWORD_GRANT: 'false' } });
+    off = await startTestApp();
     const admin = await makeToken(off, await makeAdmin(off));
+    const setting = await off.request('/application/settings', {
+      method: 'PUT',
+      token: admin,
+      body: { oauth_password_grant_enabled: false },
+    });
+    expect(setting.status).toBe(200);
+    expect(setting.body.oauth_password_grant_enabled).toBe(false);
+    expect((await off.request('/application/settings', { token: admin })).body.oauth_password_grant_enabled).toBe(
+      false,
+    );
     const owner = await makeUser(off, { password: PASSWORD });
     const registered = await registerApp(off, admin, { scopes: 'api' });
     const refused = await oauthPost(

@@ -606,7 +606,8 @@ describe('application settings for storages', () => {
     expect(await put({})).toMatchObject({
       status: 400,
       body: {
-        error: 'repository_storages_weighted, repository_storages are missing, at least one parameter must be provided',
+        error:
+          'repository_storages_weighted, repository_storages, oauth_password_grant_enabled are missing, at least one parameter must be provided',
       },
     });
     expect((await put({ repository_storages_weighted: { default: 0, second: 100 } })).status).toBe(200);

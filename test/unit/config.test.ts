@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
@@ -14,7 +15,7 @@ describe('configuration', () => {
       logLevel: 'info',
       seedDemo: true,
       oauthHttpRedirectUris: 'any',
-      oauthPasswordGrant: true,
+      workers: 1,
     });
   });
 
@@ -31,7 +32,7 @@ describe('configuration', () => {
         ADMIN_TOKEN: 'glpat-abc',
         LOG_LEVEL: 'warn',
         OAUTH_HTTP_REDIRECT_URIS: 'loopback',
-        OAUTH_PASSWORD_GRANT: 'false',
+        WORKERS: '3',
       },
       '/srv',
     );
@@ -47,8 +48,9 @@ describe('configuration', () => {
       logLevel: 'warn',
       seedDemo: false,
       oauthHttpRedirectUris: 'loopback',
-      oauthPasswordGrant: false,
+      workers: 3,
     });
+    expect(loadConfig({ WORKERS: 'auto' }).workers).toBe(Math.min(os.availableParallelism(), 64));
   });
 
   it('refuses bad values with a clear message', () => {
@@ -59,9 +61,11 @@ describe('configuration', () => {
     expect(() => loadConfig({ REPOSITORY_STORAGES: 'default=/a,default=/b' })).toThrow(/twice/);
     expect(() => loadConfig({ REPOSITORY_STORAGES: '../x=/a,default=/b' })).toThrow(/invalid storage name/);
     expect(() => loadConfig({ SEED_DEMO: 'perhaps' })).toThrow(/SEED_DEMO/);
-    expect(() => loadConfig({ OAUTH_PASSWORD_GRANT: 'sometimes' })).toThrow(
-      'OAUTH_PASSWORD_GRANT must be true or false, got "sometimes"',
-    );
+    for (const bad of ['0', '-1', '1.5', 'many', '65']) {
+      expect(() => loadConfig({ WORKERS: bad })).toThrow(
+        `WORKERS must be a whole number from 1 to 64 or "auto", got "${bad}"`,
+      );
+    }
     expect(() => loadConfig({ OAUTH_HTTP_REDIRECT_URIS: 'https' })).toThrow(
       'OAUTH_HTTP_REDIRECT_URIS must be one of any, loopback, got "https"',
     );
