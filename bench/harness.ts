@@ -6,7 +6,6 @@ import path from 'node:path';
 
 export const ROOT = path.resolve(import.meta.dirname, '..');
 export const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
-const TSX = path.join(ROOT, 'node_modules', '.bin', 'tsx');
 
 /** One measured figure: the subject, its baseline from the same run, and their ratio. */
 export interface Measurement {
@@ -85,9 +84,13 @@ export const cleanEnv = (extra: Record<string, string>): NodeJS.ProcessEnv => ({
   ...extra,
 });
 
-/** Spawns a TypeScript entry point with tsx. */
+/** Spawns a TypeScript entry point as `npm start` does: node with tsx's loader, no wrapper process. */
 export function spawnTs(script: string, env: Record<string, string>): ChildProcess {
-  return spawn(TSX, [script], { cwd: ROOT, env: cleanEnv(env), stdio: ['ignore', 'ignore', 'pipe'] });
+  return spawn(process.execPath, ['--import', 'tsx', script], {
+    cwd: ROOT,
+    env: cleanEnv(env),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
 }
 
 /** Polls `url` until it answers 200; returns the elapsed milliseconds since `since`. */
@@ -129,10 +132,12 @@ export interface DepotServer {
 
 /**
  * Starts Depot (`src/main.ts`, as `npm start` does) on an empty storage, on PostgreSQL when
- * BENCH_DATABASE_URL is set (an empty database) and PGlite otherwise, and waits until it is ready.
+ * BENCH_DATABASE_URL is set (an empty database) and its embedded server otherwise, and waits until
+ * it is ready.
  */
 export async function startDepotServer(storage: string, env: Record<string, string> = {}): Promise<DepotServer> {
   const port = await freePort();
+  fs.chmodSync(storage, 0o755); // as root the embedded database runs as postgres, who must reach it
   const child = spawnTs('src/main.ts', {
     ...env,
     STORAGE_DIR: storage,

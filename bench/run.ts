@@ -8,6 +8,7 @@ import * as changelog from './changelog.js';
 import * as gitHttp from './git-http.js';
 import { type Measurement, report } from './harness.js';
 import * as repository from './repository.js';
+import * as server from './server.js';
 import * as startupAndApi from './startup-and-api.js';
 import * as storageMove from './storage-move.js';
 
@@ -15,6 +16,7 @@ type Outcome = Measurement[] | { measurements: Measurement[]; notes: string[] };
 
 const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   'startup-and-api': startupAndApi,
+  server,
   repository,
   'git-http': gitHttp,
   changelog,

@@ -12,18 +12,15 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
-import { migrateToLatest, openPglite } from '../src/db/database.js';
 import { linkLfsObject } from '../src/db/queries/lfs.js';
 import { findUserNamespace } from '../src/db/queries/namespaces.js';
 import { JOB_KINDS } from '../src/jobs/kinds.js';
 import { Worker } from '../src/jobs/worker.js';
-import { systemClock } from '../src/lib/clock.js';
-import type { Deps } from '../src/services/deps.js';
+import { openRuntime } from '../src/runtime.js';
 import { createProject } from '../src/services/projects.js';
 import { createUser } from '../src/services/users.js';
 import { directorySize } from '../src/storage/copy.js';
 import { MoveState, scheduleMove } from '../src/storage/moves.js';
-import { Storages } from '../src/storage/storages.js';
 import { benchRepository } from './fixtures/repositories.js';
 import { type Measurement, measurement, median } from './harness.js';
 
@@ -46,6 +43,7 @@ function sh(command: string, args: string[]): Promise<number> {
 export async function run(): Promise<{ measurements: Measurement[]; notes: string[] }> {
   const source = await benchRepository('large');
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-bench-move-'));
+  fs.chmodSync(scratch, 0o755); // the embedded database's postgres user must reach it (as root)
   try {
     const roots = { default: path.join(scratch, 'default'), second: path.join(scratch, 'second') };
     const config = loadConfig({
@@ -53,17 +51,9 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
       REPOSITORY_STORAGES: `default=${roots.default},second=${roots.second}`,
       LOG_LEVEL: 'silent',
     });
-    const database = await openPglite(undefined);
-    await migrateToLatest(database.db);
-    const storages = new Storages(config.repositoryStorages);
-    storages.ensureRoots();
-    const deps: Deps = {
-      config,
-      db: database.db,
-      clock: systemClock,
-      logger: pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }),
-      storages,
-    };
+    const runtime = await openRuntime(config, { logger: pino({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }) });
+    const { deps } = runtime;
+    const { storages } = deps;
     const user = await createUser(
       deps,
       { username: 'bench', email: 'bench@example.com', name: 'Bench', randomPassword: true, admin: true },
@@ -139,7 +129,7 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
       }
       delete process.env.DEPOT_STORAGE_MOVE_COPY;
     }
-    await database.close();
+    await runtime.close();
     const throughput = (ms: number) => bytes / MIB / (ms / 1000);
     const move = throughput(median(moveMs));
     return {
