@@ -1,14 +1,18 @@
 import type { Db } from '../database.js';
 
-/** True when any LFS object is linked to the project (archives rewrite pointers only then). */
-export async function projectHasLfsObjects(db: Db, projectId: number): Promise<boolean> {
+/**
+ * The LFS objects linked to a project, as `<count>:<highest id>`, or null when there are none
+ * (archives replace pointers only then). Links are only ever added, so this names the set: an
+ * archive cached with one value is what a new generation would make while it holds.
+ */
+export async function projectLfsState(db: Db, projectId: number): Promise<string | null> {
   const row = await db
     .selectFrom('lfs_objects_projects')
-    .select('lfs_object_id')
+    .select((eb) => [eb.fn.countAll<string | number>().as('count'), eb.fn.max('lfs_object_id').as('last')])
     .where('project_id', '=', projectId)
-    .limit(1)
     .executeTakeFirst();
-  return row !== undefined;
+  const count = Number(row?.count ?? 0);
+  return count > 0 ? `${count}:${row?.last}` : null;
 }
 
 /** The LFS object `oid` when it is linked to the project. */
