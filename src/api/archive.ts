@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { z } from 'zod';
-import { findProjectLfsObject, projectLfsState } from '../db/queries/lfs.js';
+import { findProjectLfsObject } from '../db/queries/lfs.js';
 import type { Project } from '../db/schema.js';
 import {
   ARCHIVE_EXTENSIONS,
@@ -81,7 +81,8 @@ async function sendArchive(ctx: AppContext, input: z.infer<typeof params>): Prom
     const entry = await objectInfo(gitDir, `${commitId}:${gitPath}`).catch(() => null);
     if (!entry) throw notFound('File');
   }
-  const lfs = input.include_lfs_blobs ? await projectLfsState(deps.db, project.id) : null;
+  // Pointers are replaced only when the project holds LFS objects; which ones is its LFS version.
+  const lfs = input.include_lfs_blobs && project.lfs_objects_version > 0 ? String(project.lfs_objects_version) : null;
   const prefix = archivePrefix(project.path, ref, commitId, path);
   const variant: ArchiveVariant = { commitId, format, path: gitPath ?? '', prefix, lfs };
   const etag = `"${archiveKey(variant)}"`;

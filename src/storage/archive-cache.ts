@@ -26,7 +26,7 @@ export interface ArchiveVariant {
   path: string;
   /** The top-level folder, which follows the project's path and the ref asked for. */
   prefix: string;
-  /** The project's stored LFS objects when pointers are replaced (see projectLfsState), else null. */
+  /** The project's LFS version when pointers are replaced by its stored objects, else null. */
   lfs: string | null;
 }
 

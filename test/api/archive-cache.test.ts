@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { linkLfsObject } from '../../src/db/queries/lfs.js';
 import type { Project } from '../../src/db/schema.js';
 import { INLINE_BLOB_BYTES } from '../../src/git/blob.js';
 import { gitEnvironment } from '../../src/git/command.js';
@@ -215,6 +216,22 @@ describe('a cached archive', () => {
     expect(tags.size).toBe(8);
     const byCommit = await download(archiveUrl(project, '.tar', `?sha=${mainSha}`));
     expect(byCommit.res.headers.get('cache-control')).toBe('max-age=3600, public');
+  });
+
+  it('follows the project’s LFS objects: one linked makes a new archive, unless include_lfs_blobs=false', async () => {
+    const { project: p } = await makeSampleProject(app, owner.user);
+    const etagOf = async (query = '') =>
+      (await download(archiveUrl(p, '.tar', query), {}, 'HEAD')).res.headers.get('etag');
+    const [withLfs, withoutLfs] = [await etagOf(), await etagOf('?include_lfs_blobs=false')];
+    // Without objects, replacing pointers changes nothing: one archive.
+    expect(withLfs).toBe(withoutLfs);
+    await linkLfsObject(app.deps.db, p.id, 'c'.repeat(64), 10);
+    expect(await etagOf()).not.toBe(withLfs);
+    expect(await etagOf('?include_lfs_blobs=false')).toBe(withoutLfs);
+    // Linking the same object again changes nothing.
+    const linked = await etagOf();
+    await linkLfsObject(app.deps.db, p.id, 'c'.repeat(64), 10);
+    expect(await etagOf()).toBe(linked);
   });
 });
 

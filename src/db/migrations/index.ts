@@ -7,6 +7,7 @@ import * as m0005 from './0005-members.js';
 import * as m0006 from './0006-user-lockout.js';
 import * as m0007 from './0007-write-leases.js';
 import * as m0008 from './0008-row-change-notices.js';
+import * as m0009 from './0009-project-lfs-version.js';
 
 /** Every migration in order. Names never change once landed. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006-user-lockout': m0006,
   '0007-write-leases': m0007,
   '0008-row-change-notices': m0008,
+  '0009-project-lfs-version': m0009,
 };
