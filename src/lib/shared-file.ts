@@ -31,7 +31,7 @@ export const STALE_MS = 15_000;
 /** How long a reader at the end of a growing file waits before it looks again. */
 const POLL_MS = 10;
 /** One read of a shared file; with the stream's buffer, what a reader holds at most. */
-const CHUNK_BYTES = 64 * 1024;
+const CHUNK_BYTES = 256 * 1024;
 const PART_MODE = 0o600;
 const DONE_MODE = 0o444;
 /** Tells this process from an earlier one that had the same pid (containers). */
