@@ -270,7 +270,12 @@ export async function openShared(file: string, options: SharedFileOptions): Prom
     const claim: Claim = { host: HOST, pid: process.pid, boot: BOOT, nonce: randomBytes(12).toString('hex') };
     const part = partPath(file, claim.nonce);
     await fs.mkdir(path.dirname(file), { recursive: true });
-    const writer = await fs.open(part, 'wx', PART_MODE);
+    const writer = await fs.open(part, 'wx', PART_MODE).catch((error: unknown) => {
+      // The clean-up removed the folder, empty, in between: make it again.
+      if (errorCode(error) === 'ENOENT') return null;
+      throw error;
+    });
+    if (!writer) continue;
     let reader: FileHandle | null = null;
     try {
       // The mode decides what readers see: owner-writable until finished, whatever the umask.
@@ -314,7 +319,7 @@ function appendTo(file: FileHandle): Writable {
   });
 }
 
-/** The producer: writes, fsyncs, marks the file finished and renames it; on failure removes it first. */
+/** The producer: writes, fsyncs, renames into place, then marks the file finished; on failure removes it first. */
 async function generate(
   file: string,
   part: string,
