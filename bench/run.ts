@@ -4,6 +4,7 @@
  * bench/results/<name>.json.
  */
 
+import * as archives from './archives.js';
 import * as changelog from './changelog.js';
 import * as gitHttp from './git-http.js';
 import { type Measurement, report } from './harness.js';
@@ -21,6 +22,7 @@ const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   'git-http': gitHttp,
   changelog,
   'storage-move': storageMove,
+  archives,
 };
 
 const wanted = process.argv.slice(2);

@@ -31,6 +31,7 @@ import { buildOpenApi } from './http/openapi.js';
 import { ApiRouter } from './http/route.js';
 import { registerJobMetrics } from './jobs/metrics.js';
 import type { Deps } from './services/deps.js';
+import { archiveCache, registerArchiveCacheMetrics } from './storage/archive-cache.js';
 import { DEPOT_VERSION } from './version.js';
 import { gitHttp } from './web/git-http.js';
 import { gitLfs } from './web/git-lfs.js';
@@ -86,6 +87,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
   });
   const metrics = options.metrics ?? new Metrics();
   if (!metrics.gauges.has('depot_jobs')) registerJobMetrics(metrics, deps);
+  if (!metrics.gauges.has('depot_archive_cache_bytes')) registerArchiveCacheMetrics(metrics, archiveCache(deps.config));
   const api = new ApiRouter(API_PREFIX);
   for (const register of API_MODULES) register(api);
   const openApi = buildOpenApi(api.operations, { version: DEPOT_VERSION, baseUrl: deps.config.baseUrl });

@@ -26,7 +26,12 @@ export interface Config {
    * native apps: RFC 9700 §2.6, RFC 8252 §7.3).
    */
   oauthHttpRedirectUris: OauthHttpRedirectUris;
+  /** Bytes the archive cache (STORAGE_DIR/cache/archive) may hold; 0 turns it off. */
+  archiveCacheMaxBytes: number;
 }
+
+/** ARCHIVE_CACHE_MAX when unset: room for a few hundred release archives. */
+export const DEFAULT_ARCHIVE_CACHE_MAX_BYTES = 5 * 1024 ** 3;
 
 export const OAUTH_HTTP_REDIRECT_URIS = ['any', 'loopback'] as const;
 export type OauthHttpRedirectUris = (typeof OAUTH_HTTP_REDIRECT_URIS)[number];
@@ -42,6 +47,17 @@ const envBoolean = (name: string, value: string | undefined, fallback: boolean):
   if (/^(0|false|no|off)$/i.test(value)) return false;
   throw new ConfigError(`${name} must be true or false, got "${value}"`);
 };
+
+const SIZE_UNITS: Record<string, number> = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 };
+
+/** A size in bytes, or with a binary unit: `512M`, `5G`, `5GiB`, `0`. */
+export function parseByteSize(name: string, value: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$/i.exec(value);
+  const bytes = match ? Math.floor(Number(match[1]) * (SIZE_UNITS[(match[2] ?? '').toLowerCase()] ?? 1)) : Number.NaN;
+  if (!Number.isSafeInteger(bytes))
+    throw new ConfigError(`${name} must be a size such as 5G, 512M or 0, got "${value}"`);
+  return bytes;
+}
 
 /** Parses `name=path,name=path`; relative paths are resolved against `cwd`. */
 export function parseRepositoryStorages(value: string, cwd: string): Record<string, string> {
@@ -131,5 +147,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     logLevel,
     seedDemo: envBoolean('SEED_DEMO', env.SEED_DEMO, databaseUrl === undefined),
     oauthHttpRedirectUris: oauthHttpRedirectUris as OauthHttpRedirectUris,
+    archiveCacheMaxBytes: env.ARCHIVE_CACHE_MAX
+      ? parseByteSize('ARCHIVE_CACHE_MAX', env.ARCHIVE_CACHE_MAX)
+      : DEFAULT_ARCHIVE_CACHE_MAX_BYTES,
   };
 }

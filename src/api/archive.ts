@@ -1,11 +1,18 @@
 import fs from 'node:fs';
 import { z } from 'zod';
-import { findProjectLfsObject, projectHasLfsObjects } from '../db/queries/lfs.js';
+import { findProjectLfsObject } from '../db/queries/lfs.js';
 import type { Project } from '../db/schema.js';
-import { ARCHIVE_EXTENSIONS, archiveFormat, type LfsResolver, streamArchive } from '../git/archive.js';
+import {
+  ARCHIVE_EXTENSIONS,
+  type ArchiveStream,
+  archiveFormat,
+  type LfsResolver,
+  streamArchive,
+} from '../git/archive.js';
 import { objectInfo } from '../git/catfile.js';
 import { resolveCommitId } from '../git/refs.js';
 import { isValidRepoPath, isValidRevision } from '../git/validate.js';
+import { notModified, partialContent, rangeNotSatisfiable, requestedRange, resolveRange } from '../http/conditional.js';
 import type { AppContext } from '../http/context.js';
 import { ApiError, notFound } from '../http/errors.js';
 import { isHotlinking } from '../http/hotlinking.js';
@@ -13,6 +20,7 @@ import { p } from '../http/params.js';
 import { ANONYMOUS_ARCHIVE_THRESHOLD, ARCHIVE_RATE_LIMIT, checkRateLimit } from '../http/rate-limit.js';
 import type { ApiRouter } from '../http/route.js';
 import type { Deps } from '../services/deps.js';
+import { type ArchiveVariant, archiveCache, archiveKey } from '../storage/archive-cache.js';
 import { loadRepository } from './helpers.js';
 
 const params = z.object({
@@ -47,19 +55,18 @@ function lfsResolver(deps: Deps, project: Project): LfsResolver {
   };
 }
 
+/** GitLab's archive max-age (Repository::ARCHIVE_CACHE_TIME, _IMMUTABLE when asked by commit id). */
+const ARCHIVE_MAX_AGE_SECONDS = 60;
+const IMMUTABLE_ARCHIVE_MAX_AGE_SECONDS = 3600;
+/** A generation runs on after its first client has gone (others may be reading it): its limit. */
+const ARCHIVE_GENERATION_TIMEOUT_MS = 60 * 60 * 1000;
+
 async function sendArchive(ctx: AppContext, input: z.infer<typeof params>): Promise<void> {
   const deps = ctx.state.deps;
+  // Authorization first, on every request: nothing below, the cache included, is reached without it.
   const { project, gitDir } = await loadRepository(ctx, input.id);
   const format = archiveFormat(input.format);
   if (!format) throw notFound();
-  const user = ctx.state.actor.user;
-  await checkRateLimit(
-    ctx,
-    ARCHIVE_RATE_LIMIT,
-    [project.id, user ? user.id : 'anonymous'],
-    user ? undefined : ANONYMOUS_ARCHIVE_THRESHOLD,
-  );
-  if (isHotlinking(ctx)) throw new ApiError(406, { message: '406 Not Acceptable' });
 
   // Any failure before the first byte is GitLab's `404 File Not Found`.
   const ref = input.sha || project.default_branch || 'main';
@@ -74,22 +81,95 @@ async function sendArchive(ctx: AppContext, input: z.infer<typeof params>): Prom
     const entry = await objectInfo(gitDir, `${commitId}:${gitPath}`).catch(() => null);
     if (!entry) throw notFound('File');
   }
-  const lfs = input.include_lfs_blobs && (await projectHasLfsObjects(deps.db, project.id));
+  // Pointers are replaced only when the project holds LFS objects; which ones is its LFS version.
+  const lfs = input.include_lfs_blobs && project.lfs_objects_version > 0 ? String(project.lfs_objects_version) : null;
   const prefix = archivePrefix(project.path, ref, commitId, path);
-  const archive = streamArchive(gitDir, {
-    commitId,
-    prefix,
-    format,
-    ...(gitPath ? { path: gitPath } : {}),
-    ...(lfs ? { lfs: lfsResolver(deps, project) } : {}),
-  });
-  archive.stream.on('error', (error) => {
-    deps.logger.warn({ err: error, project: project.id }, 'archive stream failed');
-    archive.kill();
-  });
+  const variant: ArchiveVariant = { commitId, format, path: gitPath ?? '', prefix, lfs };
+  const etag = `"${archiveKey(variant)}"`;
+
   ctx.set('Content-Disposition', `attachment; filename="${prefix}.${ARCHIVE_EXTENSIONS[format]}"`);
   ctx.set('Content-Transfer-Encoding', 'binary');
   ctx.type = format === 'zip' ? 'application/zip' : 'application/octet-stream';
+  ctx.set('ETag', etag);
+  // Projects::RepositoriesController#set_cache_headers: shared caches only for public projects.
+  const maxAge = ref === commitId ? IMMUTABLE_ARCHIVE_MAX_AGE_SECONDS : ARCHIVE_MAX_AGE_SECONDS;
+  ctx.set('Cache-Control', `max-age=${maxAge}, ${project.visibility === 'public' ? 'public' : 'private'}`);
+  // A revalidation costs nothing to make: it is neither counted against the rate limit nor generated.
+  if (notModified(ctx, etag)) {
+    ctx.status = 304;
+    return;
+  }
+
+  const user = ctx.state.actor.user;
+  await checkRateLimit(
+    ctx,
+    ARCHIVE_RATE_LIMIT,
+    [project.id, user ? user.id : 'anonymous'],
+    user ? undefined : ANONYMOUS_ARCHIVE_THRESHOLD,
+  );
+  if (isHotlinking(ctx)) throw new ApiError(406, { message: '406 Not Acceptable' });
+
+  const generate = () =>
+    streamArchive(gitDir, {
+      commitId,
+      prefix,
+      format,
+      timeoutMs: ARCHIVE_GENERATION_TIMEOUT_MS,
+      ...(gitPath ? { path: gitPath } : {}),
+      ...(lfs ? { lfs: lfsResolver(deps, project) } : {}),
+    });
+  const cache = archiveCache(deps.config);
+  if (!cache.enabled) return streamUncached(ctx, generate, project.id);
+  ctx.set('Accept-Ranges', 'bytes');
+  if (ctx.method === 'HEAD') {
+    // A HEAD generates nothing: the length is known when the archive is cached.
+    const cached = await cache.peek(project.id, variant);
+    const size = await cached?.size();
+    if (size !== undefined && size !== null) ctx.length = size;
+    await cached?.close();
+    ctx.status = 200;
+    return;
+  }
+  const archive = await cache.open(project.id, variant, generate, deps.logger);
+  try {
+    const wanted = requestedRange(ctx, etag);
+    if (!wanted) {
+      // Known when cached; while generating, the body is sent as it grows from its first byte
+      // (a generation that fails before it is still GitLab's 404).
+      await archive.started();
+      const size = await archive.size();
+      ctx.body = archive.read();
+      if (size !== null) ctx.length = size;
+      return;
+    }
+    // A range needs the size: it is answered from the finished archive (curl -C - after a cut).
+    const size = await archive.finished();
+    const range = resolveRange(wanted, size);
+    if (!range) {
+      await archive.close();
+      rangeNotSatisfiable(ctx, size);
+      return;
+    }
+    partialContent(ctx, range, size);
+    ctx.body = archive.read(range.start, range.end);
+    ctx.length = range.end - range.start + 1;
+  } catch (error) {
+    // The generation failed before anything was sent.
+    await archive.close();
+    deps.logger.warn({ err: error, project: project.id }, 'archive generation failed');
+    throw notFound('File');
+  }
+}
+
+/** ARCHIVE_CACHE_MAX=0: every download runs its own generation, streamed as git writes it. */
+function streamUncached(ctx: AppContext, generate: () => ArchiveStream, projectId: number): void {
+  ctx.status = 200;
+  if (ctx.method === 'HEAD') return;
+  const archive = generate();
+  archive.stream.on('error', (error) => {
+    ctx.state.deps.logger.warn({ err: error, project: projectId }, 'archive stream failed');
+    archive.kill();
+  });
   ctx.body = archive.stream;
 }
 

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { z } from 'zod';
+import { notModified, partialContent, rangeNotSatisfiable, requestedRange, resolveRange } from '../http/conditional.js';
 import type { AppContext } from '../http/context.js';
 import { filePathParam } from '../http/file-path.js';
 import { p } from '../http/params.js';
@@ -38,13 +39,31 @@ const rawParams = z.object({
  */
 const downloadName = (name: string) => (name.endsWith('.xhtml') ? (name.split('.')[0] ?? name) : name);
 
-/** present_disk_file!: an LFS object as an attachment named after its oid, as GitLab stores it. */
+/**
+ * present_disk_file!: an LFS object as an attachment named after its oid, as GitLab stores it.
+ * Its oid (SHA-256 of the content) is its strong ETag; conditional and range requests as for blobs.
+ */
 function sendLfsObject(ctx: AppContext, object: StoredLfsObject): void {
+  const etag = `"lfs-${object.oid}"`;
   ctx.set('Content-Disposition', formatContentDisposition('attachment', object.oid.slice(4)));
   ctx.set('Content-Transfer-Encoding', 'binary');
+  ctx.set('ETag', etag);
+  ctx.set('Accept-Ranges', 'bytes');
   ctx.type = 'application/octet-stream';
-  ctx.length = object.size;
-  ctx.body = fs.createReadStream(object.path);
+  if (notModified(ctx, etag)) {
+    ctx.status = 304;
+    return;
+  }
+  const wanted = requestedRange(ctx, etag);
+  const range = wanted && resolveRange(wanted, object.size);
+  if (wanted && !range) {
+    rangeNotSatisfiable(ctx, object.size);
+    return;
+  }
+  ctx.status = 200;
+  if (ctx.method !== 'HEAD') ctx.body = fs.createReadStream(object.path, range ?? {});
+  if (range) partialContent(ctx, range, object.size);
+  ctx.length = range ? range.end - range.start + 1 : object.size;
 }
 
 /** Routes for reading repository files (lib/api/files.rb); writes are in repository-writes.ts. */

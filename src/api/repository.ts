@@ -12,6 +12,7 @@ import { readObject } from '../git/catfile.js';
 import { resolveCommitId } from '../git/refs.js';
 import { normaliseTreePath, readTree, type TreeEntry } from '../git/tree.js';
 import { isValidRevision } from '../git/validate.js';
+import { notModified, partialContent, rangeNotSatisfiable, requestedRange, resolveRange } from '../http/conditional.js';
 import type { AppContext } from '../http/context.js';
 import { directSocket, sendDirect } from '../http/direct.js';
 import { ApiError, notFound } from '../http/errors.js';
@@ -20,6 +21,7 @@ import { p } from '../http/params.js';
 import { checkRateLimit, LARGE_BLOB_BYTES, LARGE_BLOB_RATE_LIMIT } from '../http/rate-limit.js';
 import type { ApiRouter } from '../http/route.js';
 import { sniffContent } from '../lib/sniff.js';
+import { sliceStream } from '../lib/streams.js';
 import { loadRepository } from './helpers.js';
 
 /** GitLab's TreeObject entity. */
@@ -163,8 +165,10 @@ export function registerRepositoryRoutes(api: ApiRouter): void {
 /**
  * Sends a blob with GitLab's raw headers: no caching, a type sniffed from the first bytes as
  * Workhorse does (text as text/plain; charset=utf-8), inline for text, images and PDF,
- * attachment for everything else (and SVG). Small blobs go out as one buffer; larger ones are
- * written by git into the connection itself when it is a plain one (sendDirect), else streamed.
+ * attachment for everything else (and SVG). The blob id is its strong ETag: `If-None-Match`
+ * answers 304, one `Range` 206 (416 past the end), HEAD the headers only. Small blobs go out as
+ * one buffer; larger ones are written by git into the connection itself when it is a plain one
+ * and the whole blob is asked for (sendDirect), else streamed (a range skips git's first bytes).
  */
 export async function sendBlob(
   ctx: AppContext,
@@ -173,13 +177,29 @@ export async function sendBlob(
   disposition: string,
 ): Promise<void> {
   const object = { oid: info.oid, size: info.size, type: 'blob' as const };
+  const etag = `"${info.oid}"`;
+  ctx.set('ETag', etag);
+  ctx.set('Cache-Control', 'max-age=0, private, must-revalidate, no-store, no-cache');
+  ctx.set('Expires', 'Fri, 01 Jan 1990 00:00:00 GMT');
+  ctx.set('Accept-Ranges', 'bytes');
+  if (notModified(ctx, etag)) {
+    ctx.status = 304;
+    return;
+  }
+  const wanted = requestedRange(ctx, etag);
+  const range = wanted && resolveRange(wanted, info.size);
+  if (wanted && !range) {
+    rangeNotSatisfiable(ctx, info.size);
+    return;
+  }
+
   // A large blob goes from git straight into the client's connection when it is a plain one.
-  const socket = info.size > INLINE_BLOB_BYTES ? directSocket(ctx) : null;
+  const socket = info.size > INLINE_BLOB_BYTES && !range ? directSocket(ctx) : null;
   let first: Buffer;
   if (info.size <= INLINE_BLOB_BYTES) {
     first = await readBlobContent(gitDir, object);
-    ctx.body = first;
-  } else if (socket) {
+    ctx.body = range ? first.subarray(range.start, range.end + 1) : first;
+  } else if (socket || ctx.method === 'HEAD') {
     first = await blobHead(gitDir, object);
   } else {
     const blob = streamBlob(gitDir, object);
@@ -187,13 +207,13 @@ export async function sendBlob(
     first = await firstChunk(blob.stream);
     if (first.length > 0) blob.stream.unshift(first);
     ctx.res.on('close', () => blob.kill());
-    ctx.body = blob.stream;
+    ctx.body = range ? sliceStream(blob.stream, range.start, range.end, blob.kill) : blob.stream;
   }
   const sniffed = sniffContent(first.subarray(0, 512));
-  ctx.set('Cache-Control', 'max-age=0, private, must-revalidate, no-store, no-cache');
-  ctx.set('Expires', 'Fri, 01 Jan 1990 00:00:00 GMT');
   ctx.set('Content-Disposition', sniffed.inline ? disposition : disposition.replace(/^inline/, 'attachment'));
   ctx.type = sniffed.type;
-  ctx.length = info.size;
+  if (range) partialContent(ctx, range, info.size);
+  else ctx.status = 200;
+  ctx.length = range ? range.end - range.start + 1 : info.size;
   if (socket) await sendDirect(ctx, socket, (output) => writeBlobTo(gitDir, object, output));
 }

@@ -117,6 +117,8 @@ export interface ProjectsTable {
   archived: Generated<boolean>;
   request_access_enabled: Generated<boolean>;
   lfs_enabled: Generated<boolean>;
+  /** Raised with every LFS object linked to the project (archives depend on the set). */
+  lfs_objects_version: Generated<number>;
   features: Json<ProjectFeatures>;
   topics: Json<string[]>;
   settings: Json<Record<string, unknown>>;

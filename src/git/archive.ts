@@ -1,5 +1,6 @@
 import fs from 'node:fs';
-import { PassThrough, pipeline, type Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
+import { pipeline as streamPipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import { ZipArchive } from 'archiver';
 import tar from 'tar-stream';
@@ -94,36 +95,44 @@ export function streamArchive(gitDir: string, options: ArchiveOptions): ArchiveS
     ...(specs.length > 0 ? { paths: specs } : {}),
     timeoutMs: options.timeoutMs,
   });
-  const out = new PassThrough();
-  const fail = (error: unknown) => out.destroy(error instanceof Error ? error : new Error(String(error)));
-  git.done.catch(fail);
-  if (direct) {
-    pipeline(git.stdout, out, (error) => {
-      if (error) git.kill();
-    });
-    return { stream: out, kill: git.kill };
-  }
   const killers: (() => void)[] = [git.kill];
-  const rewritten = rewriteLfs(git.stdout, options.lfs as LfsResolver, options.format === 'zip');
-  let final: Readable = rewritten;
-  if (options.format === 'tar.gz') final = rewritten.pipe(createGzip());
-  if (options.format === 'tar.bz2') {
-    const bzip = launch(['bzip2', '-c'], gitEnvironment());
-    bzip.on('error', (error: Error) => out.destroy(error));
-    killers.push(() => bzip.kill());
-    bzip.stdin.on('error', () => {});
-    rewritten.pipe(bzip.stdin);
-    final = bzip.stdout;
-  }
-  pipeline(final, out, (error) => {
-    if (error) for (const kill of killers) kill();
-  });
-  return {
-    stream: out,
-    kill: () => {
-      for (const k of killers) k();
-    },
+  const kill = () => {
+    for (const k of killers) k();
   };
+  const exits: Promise<void>[] = [git.done];
+  let final: Readable = git.stdout;
+  if (!direct) {
+    const rewritten = rewriteLfs(git.stdout, options.lfs as LfsResolver, options.format === 'zip');
+    final = rewritten;
+    if (options.format === 'tar.gz') final = rewritten.pipe(createGzip());
+    if (options.format === 'tar.bz2') {
+      const bzip = launch(['bzip2', '-c'], gitEnvironment());
+      killers.push(() => bzip.kill());
+      exits.push(
+        new Promise((resolve, reject) => {
+          bzip.on('error', reject);
+          bzip.on('close', (code: number | null) =>
+            code === 0 ? resolve() : reject(new GitError('failed', `bzip2 ended with ${code}`)),
+          );
+        }),
+      );
+      bzip.stdin.on('error', () => {});
+      rewritten.pipe(bzip.stdin);
+      final = bzip.stdout;
+    }
+  }
+  // The stream ends only once every process has exited 0: one killed half-way leaves its output
+  // short but ended, which must not pass for a whole archive (a cache would keep it).
+  const out = new PassThrough();
+  if (final !== git.stdout) final.once('error', (error) => out.destroy(error));
+  Promise.all([streamPipeline(final, out, { end: false }), ...exits]).then(
+    () => out.end(),
+    (error: unknown) => {
+      kill();
+      out.destroy(error instanceof Error ? error : new Error(String(error)));
+    },
+  );
+  return { stream: out, kill };
 }
 
 async function readAll(stream: Readable, limit: number): Promise<Buffer> {

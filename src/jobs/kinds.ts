@@ -1,3 +1,4 @@
+import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
@@ -12,4 +13,6 @@ export const JOB_KINDS: JobKind[] = [
   memberExpiryJob,
   oauthPruneJob,
   repositoryMaintenanceJob,
+  archiveCacheCleanupJob,
+  archiveCachePurgeJob,
 ];

@@ -1,16 +1,16 @@
 import { BILLABLE_REFRESH_HOUR_UTC, refreshAllBillableMembers } from '../services/billable-members.js';
 import type { Deps } from '../services/deps.js';
 import { MEMBER_EXPIRY_HOUR_UTC, MEMBER_EXPIRY_MINUTE_UTC, removeExpiredMembers } from '../services/member-expiry.js';
-import { type DailySchedule, databaseNow, scheduleNextRun } from './recurring.js';
+import { databaseNow, type RecurringSchedule, scheduleNextRun } from './recurring.js';
 import type { JobKind } from './worker.js';
 
-export const BILLABLE_REFRESH_SCHEDULE: DailySchedule = {
+export const BILLABLE_REFRESH_SCHEDULE: RecurringSchedule = {
   kind: 'billable_members_refresh',
   hourUtc: BILLABLE_REFRESH_HOUR_UTC,
   minuteUtc: 0,
 };
 
-export const MEMBER_EXPIRY_SCHEDULE: DailySchedule = {
+export const MEMBER_EXPIRY_SCHEDULE: RecurringSchedule = {
   kind: 'member_expiry',
   hourUtc: MEMBER_EXPIRY_HOUR_UTC,
   minuteUtc: MEMBER_EXPIRY_MINUTE_UTC,

@@ -1,9 +1,9 @@
 import type { Deps } from '../services/deps.js';
 import { OAUTH_PRUNE_HOUR_UTC, OAUTH_PRUNE_MINUTE_UTC, pruneOauthRecords } from '../services/oauth-pruning.js';
-import { type DailySchedule, databaseNow, scheduleNextRun } from './recurring.js';
+import { databaseNow, type RecurringSchedule, scheduleNextRun } from './recurring.js';
 import type { JobKind } from './worker.js';
 
-export const OAUTH_PRUNE_SCHEDULE: DailySchedule = {
+export const OAUTH_PRUNE_SCHEDULE: RecurringSchedule = {
   kind: 'oauth_prune',
   hourUtc: OAUTH_PRUNE_HOUR_UTC,
   minuteUtc: OAUTH_PRUNE_MINUTE_UTC,

@@ -1,10 +1,13 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 
-/** A job that runs every day at a fixed UTC time and queues its next run itself. */
-export interface DailySchedule {
+/**
+ * A job that runs every day at a fixed UTC time, or every hour at a fixed minute when it has no
+ * `hourUtc`, and queues its next run itself.
+ */
+export interface RecurringSchedule {
   kind: string;
-  hourUtc: number;
+  hourUtc?: number;
   minuteUtc: number;
 }
 
@@ -15,13 +18,24 @@ export function nextDailyRun(now: Date, hourUtc: number, minuteUtc: number): Dat
   return next;
 }
 
+/** The first `hh:mm` of any hour strictly after `now`. */
+export function nextHourlyRun(now: Date, minuteUtc: number): Date {
+  const next = new Date(now.getTime());
+  next.setUTCMinutes(minuteUtc, 0, 0);
+  if (next.getTime() <= now.getTime()) next.setUTCHours(next.getUTCHours() + 1);
+  return next;
+}
+
 /**
- * Queues the next run of a daily job unless one is already waiting. Two processes starting at the
- * same instant may both queue one; the runs are idempotent and the next day there is one again.
- * `now` is the database's clock.
+ * Queues the next run of a recurring job unless one is already waiting. Two processes starting at
+ * the same instant may both queue one; the runs are idempotent and the next time there is one
+ * again. `now` is the database's clock.
  */
-export async function scheduleNextRun(db: Db, schedule: DailySchedule, now: Date): Promise<void> {
-  const runAt = nextDailyRun(now, schedule.hourUtc, schedule.minuteUtc);
+export async function scheduleNextRun(db: Db, schedule: RecurringSchedule, now: Date): Promise<void> {
+  const runAt =
+    schedule.hourUtc === undefined
+      ? nextHourlyRun(now, schedule.minuteUtc)
+      : nextDailyRun(now, schedule.hourUtc, schedule.minuteUtc);
   await sql`INSERT INTO jobs (kind, payload, run_at, max_attempts)
     SELECT ${schedule.kind}, ${JSON.stringify({ recurring: true })}::jsonb, ${runAt}, 3
     WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE kind = ${schedule.kind} AND state = 'queued')`.execute(db);

@@ -18,6 +18,7 @@ import {
 import type { Namespace, NamespacesTable, User, Visibility } from '../db/schema.js';
 import { removeRepository } from '../git/repository.js';
 import { isValidBranchName } from '../git/validate.js';
+import { purgeCachedArchivesLater } from '../jobs/archive-cache.js';
 import { toDbId } from '../lib/ids.js';
 import { AccessLevel, PROJECT_CREATION_LEVELS, SUBGROUP_CREATION_LEVELS } from '../policies/access-levels.js';
 import { cachedLookup, type Deps } from './deps.js';
@@ -304,6 +305,10 @@ export async function deleteGroup(deps: Deps, group: Namespace): Promise<void> {
   const namespaceIds = await subtreeIds(deps.db, group.id);
   await deps.db.transaction().execute(async (tx) => {
     for (const project of projects) await deleteProjectRows(tx, project.id);
+    await purgeCachedArchivesLater(
+      tx,
+      projects.map((project) => project.id),
+    );
     await deleteMembersOfSources(tx, 'group', namespaceIds);
     // One statement: the database checks the parent_id references once it has removed them all.
     await tx.deleteFrom('namespaces').where('id', 'in', namespaceIds).execute();

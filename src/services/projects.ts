@@ -19,6 +19,7 @@ import { initBareRepository, removeRepository } from '../git/repository.js';
 import { isValidBranchName } from '../git/validate.js';
 import { commitFiles } from '../git/write.js';
 import { notFound, validationError } from '../http/errors.js';
+import { purgeCachedArchivesLater } from '../jobs/archive-cache.js';
 import { toDbId } from '../lib/ids.js';
 import { transliterate } from '../lib/transliterate.js';
 import { AccessLevel } from '../policies/access-levels.js';
@@ -425,9 +426,12 @@ export async function updateProject(deps: Deps, project: Project, input: Project
   return newBranch === undefined ? update() : withWriteLease(deps, project, 'api', update);
 }
 
-/** Deletes a project's rows, then its repository on disk. */
+/** Deletes a project's rows, then its repository on disk; its cached archives go in a job. */
 export async function deleteProject(deps: Deps, project: Project): Promise<void> {
-  await deps.db.transaction().execute((tx) => deleteProjectRows(tx, project.id));
+  await deps.db.transaction().execute(async (tx) => {
+    await deleteProjectRows(tx, project.id);
+    await purgeCachedArchivesLater(tx, [project.id]);
+  });
   const repoPath = deps.storages.repositoryPath(project.repository_storage, project.id);
   evictRepository(repoPath);
   await removeRepository(repoPath);

@@ -69,5 +69,19 @@ describe('configuration', () => {
     expect(() => loadConfig({ OAUTH_HTTP_REDIRECT_URIS: 'https' })).toThrow(
       'OAUTH_HTTP_REDIRECT_URIS must be one of any, loopback, got "https"',
     );
+    expect(() => loadConfig({ ARCHIVE_CACHE_MAX: 'lots' })).toThrow(
+      'ARCHIVE_CACHE_MAX must be a size such as 5G, 512M or 0, got "lots"',
+    );
+  });
+
+  it('reads ARCHIVE_CACHE_MAX as bytes or with a binary unit; 5 GiB by default, 0 for none', () => {
+    const max = (value?: string) =>
+      loadConfig(value === undefined ? {} : { ARCHIVE_CACHE_MAX: value }).archiveCacheMaxBytes;
+    expect(max()).toBe(5 * 1024 ** 3);
+    expect(max('0')).toBe(0);
+    expect(max('1048576')).toBe(1024 ** 2);
+    expect(max('512M')).toBe(512 * 1024 ** 2);
+    expect(max('2GiB')).toBe(2 * 1024 ** 3);
+    expect(max('1.5g')).toBe(1.5 * 1024 ** 3);
   });
 });

@@ -1,16 +1,5 @@
 import type { Db } from '../database.js';
 
-/** True when any LFS object is linked to the project (archives rewrite pointers only then). */
-export async function projectHasLfsObjects(db: Db, projectId: number): Promise<boolean> {
-  const row = await db
-    .selectFrom('lfs_objects_projects')
-    .select('lfs_object_id')
-    .where('project_id', '=', projectId)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
-}
-
 /** The LFS object `oid` when it is linked to the project. */
 export async function findProjectLfsObject(db: Db, projectId: number, oid: string) {
   return db
@@ -22,7 +11,7 @@ export async function findProjectLfsObject(db: Db, projectId: number, oid: strin
     .executeTakeFirst();
 }
 
-/** Records an object and links it to a project; both steps are idempotent. */
+/** Records an object and links it to a project, raising the project's LFS version; idempotent. */
 export async function linkLfsObject(db: Db, projectId: number, oid: string, size: number): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await trx
@@ -31,10 +20,18 @@ export async function linkLfsObject(db: Db, projectId: number, oid: string, size
       .onConflict((oc) => oc.column('oid').doNothing())
       .execute();
     const object = await trx.selectFrom('lfs_objects').select('id').where('oid', '=', oid).executeTakeFirstOrThrow();
-    await trx
+    const linked = await trx
       .insertInto('lfs_objects_projects')
       .values({ lfs_object_id: object.id, project_id: projectId })
       .onConflict((oc) => oc.columns(['project_id', 'lfs_object_id']).doNothing())
-      .execute();
+      .executeTakeFirst();
+    // A new object may change the project's archives: their cache key and ETag follow this.
+    if (Number(linked.numInsertedOrUpdatedRows ?? 0) > 0) {
+      await trx
+        .updateTable('projects')
+        .set((eb) => ({ lfs_objects_version: eb('lfs_objects_version', '+', 1) }))
+        .where('id', '=', projectId)
+        .execute();
+    }
   });
 }
