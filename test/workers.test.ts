@@ -2,12 +2,14 @@ import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { gatedGit } from './support/gated-git.js';
 import { runGitClient } from './support/git-client.js';
 import { type ServerProcess, startServerProcess, tempStorageDir } from './support/server-process.js';
 
 /**
  * WORKERS=2 on the embedded database: two server processes on one port (node:cluster) share
- * the database, the storages, the jobs and what each keeps in memory stays true.
+ * the database, the storages, the jobs and the archive cache, and what each keeps in memory
+ * stays true.
  */
 const TOKEN = 'glpat-workers-test-token-012345678';
 const dirs: string[] = [];
@@ -51,6 +53,19 @@ function call(base: string, method: string, route: string, token: string, body?:
   });
 }
 
+/** A whole body on a connection of its own. */
+function download(base: string, route: string, token: string): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${base}/api/v4${route}`, { agent: false, headers: { 'PRIVATE-TOKEN': token } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (d: Buffer) => chunks.push(d));
+        res.on('end', () => resolve({ status: res.statusCode as number, body: Buffer.concat(chunks) }));
+      })
+      .on('error', reject);
+  });
+}
+
 /** The processes that answered `route` with `status`, read off the request log lines since `from`. */
 function servedBy(output: string, from: number, route: string, status: number): Set<number> {
   const pids = new Set<number>();
@@ -68,6 +83,8 @@ describe('WORKERS=2', () => {
   }, async () => {
     const storage = tempStorageDir('depot-workers-');
     dirs.push(storage);
+    // Every `git archive` of both processes is logged, and waits while the gate is closed.
+    const git = gatedGit(storage);
     const roots = { default: path.join(storage, 'repos', 'default'), second: path.join(storage, 'repos', 'second') };
     server = await startServerProcess({
       STORAGE_DIR: storage,
@@ -76,6 +93,7 @@ describe('WORKERS=2', () => {
       ADMIN_TOKEN: TOKEN,
       ADMIN_PASSWORD: 'a-long-admin-password',
       REPOSITORY_STORAGES: `default=${roots.default},second=${roots.second}`,
+      PATH: `${git.bin}:${process.env.PATH}`,
     });
     const { base } = server;
 
@@ -156,6 +174,21 @@ describe('WORKERS=2', () => {
     expect(state).toBe('finished');
     const moved = await call(base, 'GET', `/projects/${id}/repository/files/push-3.txt?ref=push-3`, TOKEN);
     expect(moved.status).toBe(200);
+
+    // Both processes asked for one uncached archive at once generate it once (issue 27).
+    git.close();
+    mark = server.output().length;
+    const archive = `/projects/${id}/repository/archive.tar.gz?sha=push-2`;
+    const downloads = Array.from({ length: 4 }, () => download(base, archive, TOKEN));
+    for (let i = 0; i < 500 && git.archives().length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    git.open();
+    const bodies = await Promise.all(downloads);
+    expect(bodies.map((b) => b.status)).toEqual([200, 200, 200, 200]);
+    for (const b of bodies) expect(b.body.equals(bodies[0]?.body as Buffer)).toBe(true);
+    expect(git.archives()).toHaveLength(1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(servedBy(server.output(), mark, `/api/v4${archive}`, 200).size).toBe(2);
 
     // SIGTERM to the primary stops both processes, then the database.
     const postmaster = Number(fs.readFileSync(path.join(storage, 'db', 'postmaster.pid'), 'utf8').split('\n')[0]);
