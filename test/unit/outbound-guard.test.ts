@@ -229,6 +229,16 @@ describe('URL checks', () => {
     await expect(checkOutboundUrl('http://hook.example.test/', opts)).resolves.toBeDefined();
   });
 
+  it("allows Depot's own URL (scheme, host and port) although it is local, as GitLab allows its own", async () => {
+    const { lookup } = fixedLookup({ 'depot.internal': ['10.0.0.2'] });
+    const opts = options({ lookup, internalUrls: ['http://depot.internal:8080'] });
+    await expect(checkOutboundUrl('http://depot.internal:8080/api/v4/projects', opts)).resolves.toMatchObject({
+      pinned: { address: '10.0.0.2', family: 4 },
+    });
+    expect(await refusal('http://depot.internal:8081/', opts)).toBe('Requests to the local network are not allowed');
+    expect(await refusal('https://depot.internal:8080/', opts)).toBe('Requests to the local network are not allowed');
+  });
+
   it('refuses everything off the allowlist when deny_all_requests_except_allowed is on', async () => {
     const { lookup } = fixedLookup({ 'hook.example.test': ['203.0.113.10'], 'ok.example.test': ['203.0.113.11'] });
     const opts = options({ lookup, denyAllExceptAllowed: true, allowlist: ['ok.example.test'] });

@@ -312,6 +312,19 @@ describe('outboundRequest: connecting to the checked address', () => {
     expect(server.seen[0]!.authorization).toBe(`Basic ${Buffer.from('us@er:p:ss').toString('base64')}`);
   });
 
+  it('refuses header values that would split the request, sending nothing', async () => {
+    const server = await startServer();
+    const error = await failure(
+      outboundRequest(
+        `http://127.0.0.1:${server.port}/`,
+        { headers: { 'X-Gitlab-Token': 'a\r\nHost: evil' } },
+        { allowLocal: true },
+      ),
+    );
+    expect(error).toBeInstanceOf(OutboundConnectionError);
+    expect(server.seen).toHaveLength(0);
+  });
+
   it('answers a refused connection with OutboundConnectionError', async () => {
     const server = await startServer();
     const port = server.port;

@@ -57,22 +57,14 @@ export async function checkOutboundUrl(input: string | URL, options: OutboundOpt
   } catch {
     blocked('URI is invalid');
   }
-  const scheme = url.protocol.slice(0, -1);
-  if (!options.schemes.includes(scheme)) blocked(`Only allowed schemes are ${options.schemes.join(', ')}`);
   const defaultPort = DEFAULT_PORTS[url.protocol];
-  if (defaultPort === undefined) blocked('URI is invalid');
   const port = url.port === '' ? defaultPort : Number(url.port);
-  if (port === 0) blocked('URI is invalid');
-  if (options.ports.length > 0 && port < 1024 && !options.ports.includes(port)) {
-    blocked(`Only allowed ports are ${options.ports.join(', ')}, and any over 1024`);
-  }
-  if (url.username && !/^[\p{L}\p{N}]/u.test(safeDecode(url.username))) {
-    blocked('Username needs to start with an alphanumeric character');
-  }
   const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  if (!hostname) blocked('URI is invalid');
+  const internal = options.internalUrls.some((own) => sameOrigin(own, url));
+  if (!internal) checkForm(url, port, hostname, options);
+  // Only http and https are spoken, whatever schemes the options allow.
+  if (port === undefined) blocked('URI is invalid');
   const literal = parseIp(hostname);
-  if (!literal && !/^[\p{L}\p{N}]/u.test(hostname)) blocked('Hostname or IP address invalid');
 
   // Nothing to check and nothing to pin: connect by name as GitLab does.
   if (options.allowLocal && !options.dnsRebindingProtection && !options.denyAllExceptAllowed && !literal) {
@@ -106,7 +98,7 @@ export async function checkOutboundUrl(input: string | URL, options: OutboundOpt
     return { address: formatIp(normal), family: (normal.length === 4 ? 4 : 6) as 4 | 6, bytes: normal };
   });
 
-  if (!hostAllowed) {
+  if (!hostAllowed && !internal) {
     const own = options.allowLocal ? new Set<string>() : ownAddresses();
     const refusals = new Set<AddressClass>();
     let unlisted = false;
@@ -129,6 +121,30 @@ export async function checkOutboundUrl(input: string | URL, options: OutboundOpt
   const first = checked[0]!;
   const pin = literal !== undefined || options.dnsRebindingProtection;
   return { url, hostname, port, pinned: pin ? { address: first.address, family: first.family } : undefined };
+}
+
+/** The URL's form: scheme, port, user and host (GitLab's validate_uri). */
+function checkForm(url: URL, port: number | undefined, hostname: string, options: OutboundOptions): void {
+  const scheme = url.protocol.slice(0, -1);
+  if (!options.schemes.includes(scheme)) blocked(`Only allowed schemes are ${options.schemes.join(', ')}`);
+  if (port === undefined || port === 0) blocked('URI is invalid');
+  if (options.ports.length > 0 && port < 1024 && !options.ports.includes(port)) {
+    blocked(`Only allowed ports are ${options.ports.join(', ')}, and any over 1024`);
+  }
+  if (url.username && !/^[\p{L}\p{N}]/u.test(safeDecode(url.username))) {
+    blocked('Username needs to start with an alphanumeric character');
+  }
+  if (!hostname) blocked('URI is invalid');
+  if (!parseIp(hostname) && !/^[\p{L}\p{N}]/u.test(hostname)) blocked('Hostname or IP address invalid');
+}
+
+/** Same scheme, host and port (GitLab's check for its own URLs). */
+function sameOrigin(own: string, url: URL): boolean {
+  try {
+    return new URL(own).origin === url.origin;
+  } catch {
+    return false;
+  }
 }
 
 function safeDecode(value: string): string {

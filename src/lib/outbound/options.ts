@@ -23,6 +23,11 @@ export interface OutboundOptions {
   denyAllExceptAllowed: boolean;
   /** Resolve once, check every address and connect to the checked one (`dns_rebinding_protection_enabled`). */
   dnsRebindingProtection: boolean;
+  /**
+   * Depot's own URLs (BASE_URL): a target with the same scheme, host and port is allowed although
+   * local, as GitLab allows requests to its configured host and port.
+   */
+  internalUrls: readonly string[];
   /** URL schemes allowed. */
   schemes: readonly string[];
   /** When not empty, ports below 1024 must be in this list (GitLab's `ports:`); any port from 1024 is allowed. */
@@ -60,6 +65,7 @@ export const DEFAULT_OUTBOUND_OPTIONS: OutboundOptions = {
   allowlist: [],
   denyAllExceptAllowed: false,
   dnsRebindingProtection: true,
+  internalUrls: [],
   schemes: ['http', 'https'],
   ports: [],
   followRedirects: true,

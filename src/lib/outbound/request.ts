@@ -162,14 +162,20 @@ function exchange(
     const outgoing: Record<string, string> = { ...headers };
     if (!Object.keys(outgoing).some((name) => name.toLowerCase() === 'host')) outgoing.host = url.host;
     if (body !== undefined) outgoing['content-length'] = String(Buffer.byteLength(body));
-    req = http.request({
-      method,
-      path: `${url.pathname}${url.search}`,
-      headers: outgoing,
-      setHost: false,
-      createConnection,
-      ...(auth ? { auth } : {}),
-    });
+    try {
+      req = http.request({
+        method,
+        path: `${url.pathname}${url.search}`,
+        headers: outgoing,
+        setHost: false,
+        createConnection,
+        ...(auth ? { auth } : {}),
+      });
+    } catch (error) {
+      // Invalid header values, or a dialer that throws.
+      fail(error as Error);
+      return;
+    }
     deadline.onExpire(() => fail(new OutboundTimeoutError('total', opts.timeoutMs)));
     req.on('error', fail);
     req.on('response', (res: IncomingMessage) => {
