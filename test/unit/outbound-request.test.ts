@@ -421,7 +421,11 @@ describe('outboundRequest: redirects', () => {
     const base = `http://127.0.0.1:${hop.port}`;
     await outboundRequest(`${base}/307`, { method: 'POST', body: 'payload' }, opts);
     await outboundRequest(`${base}/303`, { method: 'POST', body: 'payload' }, opts);
-    await outboundRequest(`${base}/away`, { headers: { Authorization: 'Bearer secret', 'X-Gitlab-Token': 't' } }, opts);
+    await outboundRequest(
+      `${base}/away`,
+      { headers: { Authorization: 'Bearer secret', Host: 'spoofed.test', 'X-Gitlab-Token': 't' } },
+      opts,
+    );
     expect(hop.seen.map((s) => [s.method, s.url, s.body])).toEqual([
       ['POST', '/307', 'payload'],
       ['POST', '/echo', 'payload'],
@@ -430,7 +434,9 @@ describe('outboundRequest: redirects', () => {
       ['GET', '/away', ''],
     ]);
     expect(hop.seen[4]!.authorization).toBe('Bearer secret');
+    expect(hop.seen[4]!.host).toBe(`127.0.0.1:${hop.port}`);
     expect(other.seen[0]!.authorization).toBeUndefined();
+    expect(other.seen[0]!.host).toBe(`other.internal:${other.port}`);
   });
 });
 

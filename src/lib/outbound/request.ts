@@ -159,8 +159,9 @@ function exchange(
     };
 
     const auth = url.username ? `${safeDecode(url.username)}:${safeDecode(url.password)}` : undefined;
-    const outgoing: Record<string, string> = { ...headers };
-    if (!Object.keys(outgoing).some((name) => name.toLowerCase() === 'host')) outgoing.host = url.host;
+    // Host always names the URL's host, so a hop never carries the previous one's.
+    const outgoing = withoutHeaders(headers, ['host', 'content-length']);
+    outgoing.host = url.host;
     if (body !== undefined) outgoing['content-length'] = String(Buffer.byteLength(body));
     try {
       req = http.request({
