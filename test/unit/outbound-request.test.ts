@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Dial,
   type Lookup,
@@ -19,6 +19,7 @@ import {
   OutboundTooLargeError,
   outboundRequest,
 } from '../../src/lib/outbound/index.js';
+import { lacks, OPENSSL } from '../support/programs.js';
 
 // Every connection in this file goes to a server it starts on loopback. "Public" and "private"
 // answers come from injected resolvers; where a test lets the guard pick a public address, an
@@ -503,34 +504,38 @@ describe('outboundRequest: limits', () => {
   });
 });
 
-describe('outboundRequest: https', () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-outbound-'));
-  const key = path.join(dir, 'key.pem');
-  const cert = path.join(dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-      '-days',
-      '2',
-      '-subj',
-      '/CN=hook.example.test',
-      '-addext',
-      'subjectAltName=DNS:hook.example.test',
-    ],
-    { stdio: 'ignore' },
-  );
-  const tlsOptions = { key: fs.readFileSync(key), cert: fs.readFileSync(cert) };
+describe.skipIf(lacks(OPENSSL))('outboundRequest: https', () => {
+  let tlsOptions: { key: Buffer; cert: Buffer };
+  beforeAll(() => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'depot-outbound-'));
+    const key = path.join(dir, 'key.pem');
+    const cert = path.join(dir, 'cert.pem');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+        '-days',
+        '2',
+        '-subj',
+        '/CN=hook.example.test',
+        '-addext',
+        'subjectAltName=DNS:hook.example.test',
+      ],
+      { stdio: 'ignore' },
+    );
+    tlsOptions = { key: fs.readFileSync(key), cert: fs.readFileSync(cert) };
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
 
   it('connects to the pinned address with the original name for SNI and the certificate check', async () => {
     let servername: string | false | null | undefined;
