@@ -23,6 +23,8 @@ export const CHROMIUM: Program = {
   probe: [CHROMIUM_PATH, '--version'],
 };
 export const BZIP2: Program = { name: 'bzip2', debianPackage: 'bzip2', probe: ['bzip2', '--help'] };
+/** Makes the throwaway certificate of the outbound https test. */
+export const OPENSSL: Program = { name: 'openssl', debianPackage: 'openssl', probe: ['openssl', 'version'] };
 export const UNZIP: Program = { name: 'unzip', debianPackage: 'unzip', probe: ['unzip', '-v'] };
 export const PYTHON_GITLAB: Program = {
   name: 'python-gitlab for /usr/bin/python3',
