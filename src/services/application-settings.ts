@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { instanceKey, openSecret, sealSecret } from '../lib/secret-box.js';
+import { weightsFrom } from '../storage/placement.js';
 import { type AuditActor, type AuditChange, recordAuditEvents } from './audit-events.js';
 import { cachedLookup, type Deps } from './deps.js';
 import { Validation } from './errors.js';
@@ -65,7 +66,7 @@ async function loadSettings(deps: Deps, db: Db): Promise<ApplicationSettings> {
   const values: Record<string, unknown> = {};
   for (const def of SETTINGS) {
     const raw = stored.get(def.name);
-    if (def.kind === 'weights') values[def.name] = storageWeightsFrom(deps, raw);
+    if (def.kind === 'weights') values[def.name] = weightsFrom(raw, deps.storages);
     else if (raw === undefined) values[def.name] = structuredClone(def.default);
     else if (isSealed(raw)) values[def.name] = openSecret(key(), raw.sealed);
     else values[def.name] = raw;
@@ -76,16 +77,6 @@ async function loadSettings(deps: Deps, db: Db): Promise<ApplicationSettings> {
   let updatedAt = createdAt;
   for (const row of rows) if (row.updated_at > updatedAt) updatedAt = row.updated_at;
   return { createdAt, updatedAt, values };
-}
-
-/** Every configured storage with its weight; unset means all on `default`. */
-function storageWeightsFrom(deps: Deps, raw: unknown): Record<string, number> {
-  const stored = (raw ?? null) as Record<string, number> | null;
-  const weights: Record<string, number> = {};
-  for (const name of deps.storages.names()) {
-    weights[name] = stored ? (stored[name] ?? 0) : name === 'default' ? MAX_STORAGE_WEIGHT : 0;
-  }
-  return weights;
 }
 
 /**

@@ -10,9 +10,14 @@ export async function storageWeights(db: Db, storages: Storages): Promise<Record
     .select('value')
     .where('key', '=', STORAGE_WEIGHTS_SETTING)
     .executeTakeFirst();
-  const stored = (row?.value ?? null) as Record<string, number> | null;
+  return weightsFrom(row?.value, storages);
+}
+
+/** Every configured storage with its stored weight; nothing stored means all on `default`. */
+export function weightsFrom(stored: unknown, storages: Pick<Storages, 'names'>): Record<string, number> {
+  const given = (stored ?? null) as Record<string, number> | null;
   const weights: Record<string, number> = {};
-  for (const name of storages.names()) weights[name] = stored ? (stored[name] ?? 0) : name === 'default' ? 100 : 0;
+  for (const name of storages.names()) weights[name] = given ? (given[name] ?? 0) : name === 'default' ? 100 : 0;
   return weights;
 }
 
