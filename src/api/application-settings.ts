@@ -82,7 +82,7 @@ const updateParams = z.object(shape).superRefine((input, ctx) => {
 export function registerApplicationSettingsRoutes(api: ApiRouter): void {
   api.get(
     '/application/settings',
-    { summary: 'The application settings', auth: 'required', tags: ['settings'] },
+    { summary: 'The application settings', auth: 'required', admin: true, tags: ['settings'] },
     async (ctx) => {
       requireAdmin(ctx);
       ctx.body = presentApplicationSettings(await getApplicationSettings(ctx.state.deps));
@@ -91,7 +91,7 @@ export function registerApplicationSettingsRoutes(api: ApiRouter): void {
 
   api.put(
     '/application/settings',
-    { summary: 'Change application settings', auth: 'required', tags: ['settings'], params: updateParams },
+    { summary: 'Change application settings', auth: 'required', admin: true, tags: ['settings'], params: updateParams },
     async (ctx, params) => {
       const admin = requireAdmin(ctx);
       await updateApplicationSettings(ctx.state.deps, auditActor(ctx, admin), params);

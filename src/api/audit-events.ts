@@ -19,7 +19,7 @@ const listParams = z.object({
 export function registerAuditEventRoutes(api: ApiRouter): void {
   api.get(
     '/audit_events',
-    { summary: 'Instance audit events', auth: 'required', tags: ['audit_events'], params: listParams },
+    { summary: 'Instance audit events', auth: 'required', admin: true, tags: ['audit_events'], params: listParams },
     async (ctx, params) => {
       requireAdmin(ctx);
       const { db, config } = ctx.state.deps;
@@ -45,6 +45,7 @@ export function registerAuditEventRoutes(api: ApiRouter): void {
     {
       summary: 'One instance audit event',
       auth: 'required',
+      admin: true,
       tags: ['audit_events'],
       params: z.object({ id: p.id() }),
     },

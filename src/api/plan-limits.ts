@@ -13,6 +13,7 @@ export function registerPlanLimitRoutes(api: ApiRouter): void {
     {
       summary: "A plan's limits",
       auth: 'required',
+      admin: true,
       tags: ['settings'],
       params: z.object({ plan_name: p.enum(PLAN_NAMES).default('default') }),
     },
@@ -27,6 +28,7 @@ export function registerPlanLimitRoutes(api: ApiRouter): void {
     {
       summary: "Change a plan's limits",
       auth: 'required',
+      admin: true,
       tags: ['settings'],
       params: z.object({ plan_name: p.enum(PLAN_NAMES), ...limits }),
     },

@@ -302,6 +302,15 @@ describe('application settings: who may', () => {
       expect((await app.request(path)).status, path).toBe(401);
     }
     expect((await put({ signup_enabled: false }, userToken)).status).toBe(403);
+    // Before the parameters, as GitLab's `before { authenticated_as_admin! }`.
+    expect(await put({ default_project_visibility: 'secret' }, userToken)).toMatchObject({
+      status: 403,
+      body: { message: '403 Forbidden' },
+    });
+    expect(await app.request('/application/settings', { method: 'PUT', body: {} })).toMatchObject({
+      status: 401,
+      body: { message: '401 Unauthorized' },
+    });
     expect(
       (
         await app.request('/application/plan_limits', {
