@@ -59,6 +59,20 @@ export async function passwordGrantEnabled(deps: Deps): Promise<boolean> {
   return (await getApplicationSettings(deps)).values[PASSWORD_GRANT_SETTING] !== false;
 }
 
+/**
+ * A sealed setting in clear; one the instance key cannot open (DEPOT_SECRET_KEY changed, the
+ * key file lost) reads as unset and is logged, so that one lost secret does not fail every
+ * request that reads the settings.
+ */
+function openSetting(deps: Deps, name: string, key: Buffer, value: SealedValue): string | null {
+  try {
+    return openSecret(key, value.sealed);
+  } catch {
+    deps.logger.error({ setting: name }, 'a sealed application setting cannot be opened with the instance key');
+    return null;
+  }
+}
+
 async function loadSettings(deps: Deps, db: Db): Promise<ApplicationSettings> {
   const rows = await db.selectFrom('application_settings').select(['key', 'value', 'updated_at']).execute();
   const stored = new Map(rows.map((r) => [r.key, r.value]));
@@ -68,7 +82,7 @@ async function loadSettings(deps: Deps, db: Db): Promise<ApplicationSettings> {
     const raw = stored.get(def.name);
     if (def.kind === 'weights') values[def.name] = weightsFrom(raw, deps.storages);
     else if (raw === undefined) values[def.name] = structuredClone(def.default);
-    else if (isSealed(raw)) values[def.name] = openSecret(key(), raw.sealed);
+    else if (isSealed(raw)) values[def.name] = openSetting(deps, def.name, key(), raw);
     else values[def.name] = raw;
   }
   const instance = rows.find((r) => r.key === INSTANCE_ROW);

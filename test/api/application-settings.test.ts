@@ -361,6 +361,22 @@ describe('application settings: secrets', () => {
   });
 });
 
+describe('application settings: a secret the instance key cannot open', () => {
+  it('reads as unset instead of failing every read of the settings', async () => {
+    await app.deps.db
+      .insertInto('application_settings')
+      .values({
+        key: 'akismet_api_key',
+        value: JSON.stringify({ sealed: 'v1.AAAA.BBBB.CCCC' }),
+        updated_at: new Date(),
+      })
+      .execute();
+    const res = await app.request('/application/settings', { token: adminToken });
+    expect(res.status).toBe(200);
+    expect(res.body.akismet_api_key).toBeNull();
+  });
+});
+
 describe('plan limits', () => {
   it('reads and changes the limits of a plan, refusing unknown plans and negative sizes', async () => {
     const defaults = await app.request('/application/plan_limits', { token: adminToken });
