@@ -1,5 +1,7 @@
 import { Gitlab } from '@gitbeaker/rest';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { WATCHED_TABLES } from '../../src/db/lookup-cache.js';
 import { MASKED } from '../../src/services/application-settings.js';
 import { DEPRECATED_NAMES, SETTINGS, type SettingDefinition } from '../../src/services/settings-catalog.js';
 import { startTestApp, type TestApp } from '../support/app.js';
@@ -521,6 +523,15 @@ describe('a GitLab client library (@gitbeaker/rest)', () => {
 });
 
 describe('the settings cache', () => {
+  it('hears of every change to a cached table: each one notifies depot_row_change', async () => {
+    const { rows } = await sql<{ table: string }>`
+      SELECT c.relname AS table FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+      JOIN pg_proc p ON p.oid = t.tgfoid WHERE p.proname = 'depot_notify_row_change'`.execute(app.deps.db);
+    const notifying = rows.map((r) => r.table);
+    for (const table of WATCHED_TABLES) expect(notifying, table).toContain(table);
+    expect(WATCHED_TABLES).toEqual(expect.arrayContaining(['application_settings', 'plan_limits']));
+  });
+
   it('serves every process the change at once: another process of the instance reads the new value', async () => {
     const peer = await startTestApp({ peer: app });
     try {
