@@ -281,6 +281,57 @@ describe('application settings: validation', () => {
     }
   });
 
+  it('checks the companions and orderings the model requires once the switches are on', async () => {
+    const cases: [Record<string, unknown>, Record<string, string[]>][] = [
+      [
+        {
+          external_authorization_service_enabled: true,
+          external_authorization_service_url: 'ftp://auth.example.com',
+          external_authorization_service_default_label: '',
+          external_authorization_service_timeout: 11,
+        },
+        {
+          external_authorization_service_timeout: ['must be less than or equal to 10'],
+          external_authorization_service_default_label: ["can't be blank"],
+          external_authorization_service_url: ['is blocked: Only allowed schemes are http, https'],
+        },
+      ],
+      [
+        {
+          eks_integration_enabled: true,
+          eks_account_id: '12345',
+          eks_access_key_id: 'short',
+          eks_secret_access_key: 'x',
+        },
+        {
+          eks_account_id: ['must be a 12-digit number'],
+          eks_access_key_id: ['is the wrong length (should be 16 to 128 characters)'],
+        },
+      ],
+      [{ mailgun_events_enabled: true, mailgun_signing_key: '' }, { mailgun_signing_key: ["can't be blank"] }],
+      [{ gitaly_timeout_fast: 40 }, { gitaly_timeout_medium: ['must be greater than or equal to 40'] }],
+      [{ gitaly_timeout_default: 60 }, { gitaly_timeout_default: ['must be less than or equal to 57'] }],
+      [
+        { wiki_page_max_content_bytes: 1000 },
+        { wiki_page_max_content_bytes: ['must be greater than or equal to 1024'] },
+      ],
+      [{ external_auth_client_cert: 'PEM' }, { external_auth_client_key: ["can't be blank"] }],
+      [
+        { max_personal_access_token_lifetime: 366 },
+        { max_personal_access_token_lifetime: ['must be less than or equal to 365'] },
+      ],
+    ];
+    for (const [body, message] of cases) {
+      expect(await put(body), JSON.stringify(body)).toMatchObject({ status: 400, body: { message } });
+    }
+  });
+
+  it('reads null as the attribute left out, as python-gitlab sends unset attributes', async () => {
+    const res = await put({ signup_enabled: false, home_page_url: null, default_projects_limit: null });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ signup_enabled: false, home_page_url: null, default_projects_limit: 100000 });
+  });
+
   it('changes nothing when one attribute of a PUT is invalid, and records nothing', async () => {
     const before = await read();
     const events = (await app.request('/audit_events', { token: adminToken, query: { per_page: 100 } })).headers.get(
