@@ -1,7 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import { instanceKey, openSecret, sealSecret } from '../lib/secret-box.js';
-import { weightsFrom } from '../storage/placement.js';
 import { type AuditActor, type AuditChange, recordAuditEvents } from './audit-events.js';
 import { cachedLookup, type Deps } from './deps.js';
 import { Validation } from './errors.js';
@@ -34,6 +33,16 @@ export const PASSWORD_GRANT_SETTING = 'oauth_password_grant_enabled';
 /** The key of the row that records when the instance's settings came to be (migration 0003). */
 const INSTANCE_ROW = 'instance';
 const MAX_STORAGE_WEIGHT = 100;
+
+/** Every configured storage with its stored weight; nothing stored means all on `default`. */
+function weightsFrom(stored: unknown, storages: Deps['storages']): Record<string, number> {
+  const given = (stored ?? null) as Record<string, number> | null;
+  const weights: Record<string, number> = {};
+  for (const name of storages.names()) {
+    weights[name] = given ? (given[name] ?? 0) : name === 'default' ? MAX_STORAGE_WEIGHT : 0;
+  }
+  return weights;
+}
 /** How masked secrets read in the audit trail. */
 export const MASKED = '********';
 
