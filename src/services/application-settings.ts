@@ -132,15 +132,17 @@ export async function updateApplicationSettings(
       delete next.repository_storages;
     }
     validate(deps, next, given);
+    // Stored as answered: every storage named, so an unchanged map records no change.
+    next.repository_storages_weighted = weightsFrom(next.repository_storages_weighted, deps.storages);
     const changes: AuditChange[] = [];
     const writes: { key: string; value: string }[] = [];
-    const key = instanceKey(deps.config.storageDir, deps.config.secretKey);
+    const key = () => instanceKey(deps.config.storageDir, deps.config.secretKey);
     for (const def of SETTINGS) {
       const before = current.values[def.name];
       const after = next[def.name];
       if (JSON.stringify(before) === JSON.stringify(after)) continue;
       const stored =
-        def.secret && typeof after === 'string' && after !== '' ? { sealed: sealSecret(key, after) } : after;
+        def.secret && typeof after === 'string' && after !== '' ? { sealed: sealSecret(key(), after) } : after;
       writes.push({ key: def.name, value: JSON.stringify(stored ?? null) });
       changes.push({
         change: def.name,

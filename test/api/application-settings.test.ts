@@ -524,6 +524,7 @@ describe('the audit trail', () => {
     // Unchanged values record nothing.
     const total = res.headers.get('x-total');
     expect((await put({ default_branch_name: 'trunk' })).status).toBe(200);
+    expect((await put({ repository_storages_weighted: { default: 100 } })).status).toBe(200);
     const again = await app.request('/audit_events', {
       token: adminToken,
       query: { per_page: 2, created_after: before, entity_type: 'Gitlab::Audit::InstanceScope' },
