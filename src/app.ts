@@ -5,6 +5,7 @@ import { registerAccessRequestRoutes } from './api/access-requests.js';
 import { registerApplicationSettingsRoutes } from './api/application-settings.js';
 import { registerApplicationRoutes } from './api/applications.js';
 import { registerArchiveRoutes } from './api/archive.js';
+import { registerAuditEventRoutes } from './api/audit-events.js';
 import { registerBranchWriteRoutes } from './api/branch-writes.js';
 import { registerBranchRoutes } from './api/branches.js';
 import { registerChangelogRoutes } from './api/changelog.js';
@@ -15,6 +16,7 @@ import { registerGroupRoutes } from './api/groups.js';
 import { registerMemberRoutes } from './api/members.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
+import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
@@ -63,6 +65,8 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerTagWriteRoutes,
   registerChangelogRoutes,
   registerApplicationSettingsRoutes,
+  registerPlanLimitRoutes,
+  registerAuditEventRoutes,
   registerStorageMoveRoutes,
   registerMemberRoutes,
   registerAccessRequestRoutes,

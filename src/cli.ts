@@ -106,7 +106,7 @@ storage
   .description('list the storages with their weights for new projects and their project counts')
   .action(() =>
     withRuntime(async ({ deps }) => {
-      const weights = await storageWeights(deps.db, deps.storages);
+      const weights = await storageWeights(deps);
       const counts = await deps.db
         .selectFrom('projects')
         .select(['repository_storage', (eb) => eb.fn.countAll<number>().as('n')])

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { z } from 'zod';
+import { parseSecretKey } from './lib/secret-box.js';
 
 /** Every setting Depot reads, validated once at start-up (DESIGN.md §3). */
 export interface Config {
@@ -28,6 +29,11 @@ export interface Config {
   oauthHttpRedirectUris: OauthHttpRedirectUris;
   /** Bytes the archive cache (STORAGE_DIR/cache/archive) may hold; 0 turns it off. */
   archiveCacheMaxBytes: number;
+  /**
+   * DEPOT_SECRET_KEY: the instance key that seals secrets Depot must read again (64 hex digits or
+   * 32 bytes of base64); unset → generated into STORAGE_DIR/secret_key (src/lib/secret-box.ts).
+   */
+  secretKey: string | undefined;
 }
 
 /** ARCHIVE_CACHE_MAX when unset: room for a few hundred release archives. */
@@ -134,6 +140,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       `OAUTH_HTTP_REDIRECT_URIS must be one of ${OAUTH_HTTP_REDIRECT_URIS.join(', ')}, got "${oauthHttpRedirectUris}"`,
     );
   }
+  const secretKey = env.DEPOT_SECRET_KEY || undefined;
+  if (secretKey !== undefined) {
+    try {
+      parseSecretKey(secretKey);
+    } catch {
+      throw new ConfigError('DEPOT_SECRET_KEY must be 32 bytes, as 64 hex digits or base64');
+    }
+  }
   return {
     port: port.data,
     host,
@@ -150,5 +164,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     archiveCacheMaxBytes: env.ARCHIVE_CACHE_MAX
       ? parseByteSize('ARCHIVE_CACHE_MAX', env.ARCHIVE_CACHE_MAX)
       : DEFAULT_ARCHIVE_CACHE_MAX_BYTES,
+    secretKey,
   };
 }

@@ -2,6 +2,7 @@ import type { Namespace, Project, User } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
 import { forbidden, notFound, preconditionFailed, unauthorized } from '../http/errors.js';
 import { type GroupPolicy, loadGroupPolicy, loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
+import type { AuditActor } from '../services/audit-events.js';
 import { findGroup } from '../services/groups.js';
 import { findProjectAndNamespace } from '../services/projects.js';
 
@@ -93,4 +94,9 @@ export function checkUnmodifiedSince(ctx: AppContext, updatedAt: Date): void {
   const header = ctx.get('If-Unmodified-Since');
   const since = header ? Date.parse(header) : Number.NaN;
   if (!Number.isNaN(since) && updatedAt.getTime() > since) throw preconditionFailed();
+}
+
+/** The caller as the audit trail records them. */
+export function auditActor(ctx: AppContext, user: User): AuditActor {
+  return { id: user.id, name: user.name, ipAddress: ctx.ip };
 }

@@ -4,7 +4,7 @@
  * asks the database nothing.
  *
  * Complete by construction: a trigger notifies `depot_row_change` (payload: the table) after
- * every statement that changes a table behind these lookups (migrations 0008, 0009), and every
+ * every statement that changes a table behind these lookups (migrations 0008, 0009, 0012), and every
  * process LISTENs (src/db/row-change-listener.ts): a change made by any writer reaches every
  * process within milliseconds. The process that made it forgets at once, when its own statement
  * or transaction commits (src/db/database.ts), before the notice arrives.
@@ -25,6 +25,8 @@ export const LOOKUP_TABLES = {
   projectLevel: ['members', 'projects', 'namespaces'],
   memberships: ['members'],
   groupLevel: ['members', 'namespaces'],
+  applicationSettings: ['application_settings'],
+  planLimits: ['plan_limits'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type LookupKind = keyof typeof LOOKUP_TABLES;

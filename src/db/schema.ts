@@ -200,6 +200,33 @@ export interface DB {
   oauth_access_grants: OauthAccessGrantsTable;
   oauth_access_tokens: OauthAccessTokensTable;
   web_sessions: WebSessionsTable;
+  plan_limits: PlanLimitsTable;
+  audit_events: AuditEventsTable;
+}
+
+/** bigint columns: `pg` reads them as numbers here (src/db/database.ts sets the int8 parser). */
+export interface PlanLimitsTable {
+  plan_name: string;
+  conan_max_file_size: ColumnType<number, number | undefined, number>;
+  generic_packages_max_file_size: ColumnType<number, number | undefined, number>;
+  helm_max_file_size: ColumnType<number, number | undefined, number>;
+  maven_max_file_size: ColumnType<number, number | undefined, number>;
+  npm_max_file_size: ColumnType<number, number | undefined, number>;
+  nuget_max_file_size: ColumnType<number, number | undefined, number>;
+  pypi_max_file_size: ColumnType<number, number | undefined, number>;
+  terraform_module_max_file_size: ColumnType<number, number | undefined, number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface AuditEventsTable {
+  id: Generated<number>;
+  author_id: number | null;
+  entity_id: number;
+  entity_type: string;
+  event_name: string;
+  details: Json<Record<string, unknown>>;
+  created_at: Timestamp;
 }
 
 export interface LfsObjectsTable {

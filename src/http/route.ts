@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { API_SCOPES, type ScopeRule } from '../services/auth.js';
 import { authenticate } from './auth.js';
 import type { AppContext, AppState } from './context.js';
-import { type ApiError, badRequest, payloadTooLarge, unsupportedMediaType } from './errors.js';
+import { type ApiError, badRequest, forbidden, payloadTooLarge, unauthorized, unsupportedMediaType } from './errors.js';
 import { type Params, validateParams } from './params.js';
 
 export type Method = 'get' | 'post' | 'put' | 'delete' | 'patch';
@@ -20,6 +20,11 @@ export interface RouteOptions<S extends z.ZodType> {
   params?: S;
   /** `required`: anonymous callers get 401. Default `optional` (visibility rules decide). */
   auth?: 'optional' | 'required';
+  /**
+   * Administrators only, checked before the parameters as GitLab's `before {
+   * authenticated_as_admin! }` is: 401 for anonymous callers, 403 for other users.
+   */
+  admin?: boolean;
   /** Scopes this endpoint accepts besides `api` and `read_api` (e.g. `read_user`). */
   scopes?: readonly ScopeRule[];
   /** Handles its own body (streams): no body parsing. */
@@ -210,6 +215,8 @@ export class ApiRouter {
       // GitLab's HandleNullBytes middleware: no valid request holds a NUL (PostgreSQL text cannot).
       if (ctx.path.includes('\0') || hasNullByte(raw)) throw badRequest();
       ctx.state.actor = await authenticate(ctx, raw, rules, auth);
+      if (options.admin && !ctx.state.actor.user) throw unauthorized();
+      if (options.admin && !ctx.state.actor.user?.admin) throw forbidden();
       const params = validateParams(schema, raw);
       await handler(ctx, params);
     });

@@ -276,7 +276,7 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
   if (!isValidBranchName(defaultBranch)) {
     throw validationError({ base: ['Failed to create repository', 'Failed to create repository'] });
   }
-  const storage = input.repositoryStorage ?? (await pickStorage(deps.db, deps.storages));
+  const storage = input.repositoryStorage ?? (await pickStorage(deps));
   const now = deps.clock.now();
   const features = { ...defaultFeatures(), ...input.features };
   let repoPath: string | undefined;

@@ -89,7 +89,7 @@ const containerKey = (type: StorageMoveContainer) => type;
  * undefined when no other storage has weight.
  */
 export async function pickDestination(deps: Deps, source: string, random = Math.random): Promise<string | undefined> {
-  const weights = await storageWeights(deps.db, deps.storages);
+  const weights = await storageWeights(deps);
   const entries = Object.entries(weights).filter(([name, w]) => w > 0 && name !== source);
   const total = entries.reduce((sum, [, w]) => sum + w, 0);
   if (total === 0) return undefined;

@@ -1,27 +1,20 @@
-import type { Db } from '../db/database.js';
-import type { Storages } from './storages.js';
+import { getApplicationSettings } from '../services/application-settings.js';
+import type { Deps } from '../services/deps.js';
 
-export const STORAGE_WEIGHTS_SETTING = 'repository_storages_weighted';
-
-/** Storage weights from the application settings: `{ name: weight }`; default is all on `default`. */
-export async function storageWeights(db: Db, storages: Storages): Promise<Record<string, number>> {
-  const row = await db
-    .selectFrom('application_settings')
-    .select('value')
-    .where('key', '=', STORAGE_WEIGHTS_SETTING)
-    .executeTakeFirst();
-  const stored = (row?.value ?? null) as Record<string, number> | null;
-  const weights: Record<string, number> = {};
-  for (const name of storages.names()) weights[name] = stored ? (stored[name] ?? 0) : name === 'default' ? 100 : 0;
-  return weights;
+/**
+ * Storage weights from the application settings (read through the per-process settings cache):
+ * `{ name: weight }` for every configured storage; by default everything goes to `default`.
+ */
+export async function storageWeights(deps: Deps): Promise<Record<string, number>> {
+  return (await getApplicationSettings(deps)).values.repository_storages_weighted as Record<string, number>;
 }
 
 /**
  * Picks a storage for a new repository with probability proportional to its weight, as GitLab
  * does. Falls back to `default` when every weight is zero. `random` is injectable for tests.
  */
-export async function pickStorage(db: Db, storages: Storages, random = Math.random): Promise<string> {
-  const weights = await storageWeights(db, storages);
+export async function pickStorage(deps: Deps, random = Math.random): Promise<string> {
+  const weights = await storageWeights(deps);
   const entries = Object.entries(weights).filter(([, w]) => w > 0);
   const total = entries.reduce((sum, [, w]) => sum + w, 0);
   if (total === 0) return 'default';

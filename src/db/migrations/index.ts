@@ -10,6 +10,7 @@ import * as m0008 from './0008-row-change-notices.js';
 import * as m0009 from './0009-lookup-notices.js';
 import * as m0010 from './0010-oauth-password-grant.js';
 import * as m0011 from './0011-project-lfs-version.js';
+import * as m0012 from './0012-settings-plan-limits-audit.js';
 
 /** Every migration in order. Names never change once landed. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '0009-lookup-notices': m0009,
   '0010-oauth-password-grant': m0010,
   '0011-project-lfs-version': m0011,
+  '0012-settings-plan-limits-audit': m0012,
 };
