@@ -38,6 +38,7 @@ import { DEPOT_VERSION } from './version.js';
 import { gitHttp } from './web/git-http.js';
 import { gitLfs } from './web/git-lfs.js';
 import { webPages } from './web/pages.js';
+import { rawFiles } from './web/raw.js';
 
 export const API_PREFIX = '/api/v4';
 
@@ -150,6 +151,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
   };
   app.use(beside(oauthRoutes()));
   app.use(beside(webPages()));
+  app.use(beside(rawFiles() as Middleware<AppState>));
   app.use(beside(gitLfs() as Middleware<AppState>));
   app.use(beside(gitHttp() as Middleware<AppState>));
   app.use(api.routes());

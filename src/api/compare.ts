@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { type Contributor, contributors } from '../git/contributors.js';
-import { DEFAULT_DIFF_LIMITS, diffCommits, EMPTY_TREE_ID } from '../git/diff.js';
+import { type DiffLimits, diffCommits, diffLimitsFor, EMPTY_TREE_ID, patchSafeLimitBytes } from '../git/diff.js';
 import { listCommits } from '../git/log.js';
 import { mergeBase } from '../git/merge-base.js';
 import { resolveCommit, resolveCommitId } from '../git/refs.js';
@@ -11,6 +11,8 @@ import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { presentCommit } from '../presenters/commit.js';
 import { presentDiff } from '../presenters/diff.js';
+import { getApplicationSettings } from '../services/application-settings.js';
+import type { Deps } from '../services/deps.js';
 import { loadRepository } from './helpers.js';
 
 /** GitLab's Commit.find: refs with `:`, whitespace or a leading `-` are not looked up. */
@@ -53,6 +55,16 @@ function sortContributors(list: Contributor[], orderBy: string, sort: string): C
   return [...list].sort((a, b) => (sort === 'desc' ? compare(b, a) : compare(a, b)));
 }
 
+/** The diff limits of the instance's settings now (`diff_max_files|lines|patch_bytes`). */
+async function instanceDiffLimits(deps: Deps): Promise<DiffLimits> {
+  const { values } = await getApplicationSettings(deps);
+  return diffLimitsFor({
+    maxFiles: values.diff_max_files as number,
+    maxLines: values.diff_max_lines as number,
+    maxPatchBytes: values.diff_max_patch_bytes as number,
+  });
+}
+
 /** Routes for compare, commit diffs, contributors and merge base (lib/api/repositories.rb, commits.rb). */
 export function registerCompareRoutes(api: ApiRouter): void {
   api.get(
@@ -86,13 +98,14 @@ export function registerCompareRoutes(api: ApiRouter): void {
         listCommits(gitDir, { include: [head], exclude: [base], reverse: true }),
       ]);
       const webUrl = webUrlFrom(left);
-      const diff = await diffCommits(gitDir, left, head);
+      const limits = await instanceDiffLimits(ctx.state.deps);
+      const diff = await diffCommits(gitDir, left, head, limits);
       const presented = commits.map((c) => presentCommit(c, project, pc));
-      const several = diff.files.length > 1;
+      const collapseBytes = diff.files.length > 1 ? patchSafeLimitBytes(limits) : undefined;
       ctx.body = {
         commit: presented[presented.length - 1] ?? null,
         commits: presented,
-        diffs: diff.files.map((f) => presentDiff(f, { unidiff: params.unidiff, collapseLarge: several })),
+        diffs: diff.files.map((f) => presentDiff(f, { unidiff: params.unidiff, collapseBytes })),
         compare_timeout: diff.overflow,
         compare_same_ref: false,
         web_url: webUrl,
@@ -113,7 +126,7 @@ export function registerCompareRoutes(api: ApiRouter): void {
       if (!commit) throw notFound('Commit');
       // Expanded: limits stop the list, but nothing is collapsed.
       const diff = await diffCommits(gitDir, commit.parentIds[0] ?? EMPTY_TREE_ID, commit.id, {
-        ...DEFAULT_DIFF_LIMITS,
+        ...(await instanceDiffLimits(ctx.state.deps)),
         collapse: false,
       });
       const files = diff.files.map((f) => presentDiff(f, { unidiff: params.unidiff }));

@@ -202,6 +202,12 @@ export interface DB {
   web_sessions: WebSessionsTable;
   plan_limits: PlanLimitsTable;
   audit_events: AuditEventsTable;
+  repository_housekeeping: RepositoryHousekeepingTable;
+}
+
+export interface RepositoryHousekeepingTable {
+  project_id: number;
+  pushes_since_gc: Generated<number>;
 }
 
 /** bigint columns: `pg` reads them as numbers here (src/db/database.ts sets the int8 parser). */

@@ -29,17 +29,40 @@ export interface DiffLimits {
   collapse: boolean;
 }
 
-/** GitLab's defaults (application settings diff_max_files/lines, DiffCollection, Gitaly). */
-export const DEFAULT_DIFF_LIMITS: DiffLimits = {
+/** GitLab's ratio of the max limits to the safe ones (Commit::DIFF_SAFE_LIMIT_FACTOR). */
+const DIFF_SAFE_LIMIT_FACTOR = 10;
+/** Bytes of patch GitLab's DiffCollection allows per file of its file limits. */
+const DIFF_BYTES_PER_FILE = 5120;
+
+/**
+ * The limits GitLab derives from the instance's `diff_max_files`, `diff_max_lines` and
+ * `diff_max_patch_bytes`: the safe limits are a tenth of the max ones (Commit.diff_safe_max_*),
+ * the byte limits 5 KiB per file of the file limits (DiffCollection.default_limits).
+ */
+export function diffLimitsFor(settings: { maxFiles: number; maxLines: number; maxPatchBytes: number }): DiffLimits {
+  const safeMaxFiles = Math.floor(settings.maxFiles / DIFF_SAFE_LIMIT_FACTOR);
+  return {
+    maxFiles: settings.maxFiles,
+    maxLines: settings.maxLines,
+    maxBytes: settings.maxFiles * DIFF_BYTES_PER_FILE,
+    safeMaxFiles,
+    safeMaxLines: Math.floor(settings.maxLines / DIFF_SAFE_LIMIT_FACTOR),
+    safeMaxBytes: safeMaxFiles * DIFF_BYTES_PER_FILE,
+    maxPatchBytes: settings.maxPatchBytes,
+    collapse: true,
+  };
+}
+
+/** Patches of this many bytes are collapsed in lists of several files (Diff.patch_safe_limit_bytes). */
+export const patchSafeLimitBytes = (limits: Pick<DiffLimits, 'maxPatchBytes'>) =>
+  Math.floor(limits.maxPatchBytes / DIFF_SAFE_LIMIT_FACTOR);
+
+/** GitLab's defaults (application settings diff_max_files/lines/patch_bytes at their defaults). */
+export const DEFAULT_DIFF_LIMITS: DiffLimits = diffLimitsFor({
   maxFiles: 1000,
   maxLines: 50_000,
-  maxBytes: 1000 * 5120,
-  safeMaxFiles: 100,
-  safeMaxLines: 5000,
-  safeMaxBytes: 100 * 5120,
   maxPatchBytes: 204_800,
-  collapse: true,
-};
+});
 
 export interface DiffResult {
   files: FileDiff[];

@@ -6,9 +6,10 @@ import { koaBody } from 'koa-body';
 import qs from 'qs';
 import { z } from 'zod';
 import { API_SCOPES, type ScopeRule } from '../services/auth.js';
+import { instanceWritable, READ_ONLY_API_MESSAGE } from '../services/instance-access.js';
 import { authenticate } from './auth.js';
 import type { AppContext, AppState } from './context.js';
-import { type ApiError, badRequest, forbidden, payloadTooLarge, unauthorized, unsupportedMediaType } from './errors.js';
+import { ApiError, badRequest, forbidden, payloadTooLarge, unauthorized, unsupportedMediaType } from './errors.js';
 import { type Params, validateParams } from './params.js';
 
 export type Method = 'get' | 'post' | 'put' | 'delete' | 'patch';
@@ -217,6 +218,10 @@ export class ApiRouter {
       ctx.state.actor = await authenticate(ctx, raw, rules, auth);
       if (options.admin && !ctx.state.actor.user) throw unauthorized();
       if (options.admin && !ctx.state.actor.user?.admin) throw forbidden();
+      // Maintenance mode leaves the API read-only for everyone but administrators.
+      if (method !== 'get' && !(await instanceWritable(ctx.state.deps, ctx.state.actor.user ?? null))) {
+        throw new ApiError(403, { message: READ_ONLY_API_MESSAGE });
+      }
       const params = validateParams(schema, raw);
       await handler(ctx, params);
     });

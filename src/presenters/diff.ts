@@ -1,15 +1,17 @@
 import type { FileDiff } from '../git/diff.js';
 
-/** Patches this big are shown collapsed (emptied) in non-expanded lists of several files. */
-const COLLAPSE_BYTES = 20_480;
-
 /**
- * GitLab's Diff entity. `unidiff` adds the `---`/`+++` header GitLab's Diff#unidiff writes; a
- * `collapseLarge` list empties patches of 20 KiB or more unless it holds one file only.
+ * GitLab's Diff entity; `collapsed` and `too_large` say why a patch is empty. `unidiff` adds the
+ * `---`/`+++` header GitLab's Diff#unidiff writes; a list given `collapseBytes` (lists of several
+ * files) empties patches of that many bytes or more, as collapsed.
  */
-export function presentDiff(file: FileDiff, options: { unidiff?: boolean; collapseLarge?: boolean } = {}) {
+export function presentDiff(file: FileDiff, options: { unidiff?: boolean; collapseBytes?: number } = {}) {
   let diff = file.diff;
-  if (options.collapseLarge && Buffer.byteLength(diff) >= COLLAPSE_BYTES) diff = '';
+  let collapsed = file.collapsed;
+  if (options.collapseBytes !== undefined && Buffer.byteLength(diff) >= options.collapseBytes) {
+    diff = '';
+    collapsed = true;
+  }
   if (options.unidiff && diff !== '' && !diff.startsWith('Binary files ')) {
     const from = file.newFile ? '/dev/null' : `a/${file.oldPath}`;
     const to = file.deletedFile ? '/dev/null' : `b/${file.newPath}`;
@@ -17,6 +19,8 @@ export function presentDiff(file: FileDiff, options: { unidiff?: boolean; collap
   }
   return {
     diff,
+    collapsed,
+    too_large: file.tooLarge,
     new_path: file.newPath,
     old_path: file.oldPath,
     a_mode: file.aMode,

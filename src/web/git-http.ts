@@ -22,6 +22,13 @@ import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js'
 import { AccessLevel } from '../policies/access-levels.js';
 import { resolveActor, type ScopeRule } from '../services/auth.js';
 import type { Deps } from '../services/deps.js';
+import {
+  gitOverHttpAllowed,
+  gitProtocolRefusal,
+  instanceWritable,
+  MAINTENANCE_PUSH_MESSAGE,
+  maintenanceModeMessage,
+} from '../services/instance-access.js';
 import { checkUserPassword, isAccessLocked } from '../services/password-auth.js';
 import { findProjectAndNamespace } from '../services/projects.js';
 import { recordRefChanges } from '../services/push-events.js';
@@ -128,6 +135,7 @@ export async function authorizeGit(ctx: AppContext, fullPath: string, service: G
   const found = fullPath.includes('/') ? await findProjectAndNamespace(deps, fullPath) : undefined;
   // Anonymous callers are asked for credentials before anything is revealed.
   if (!user && (push || !found)) throw deny();
+  if (!(await gitOverHttpAllowed(deps))) throw new GitHttpError(403, gitProtocolRefusal('http'));
   if (!found) throw new GitHttpError(404, MESSAGES.notFound);
   const { project, namespace } = found;
   const policy = await loadProjectPolicy(deps, user, project, namespace);
@@ -140,6 +148,10 @@ export async function authorizeGit(ctx: AppContext, fullPath: string, service: G
     throw new GitHttpError(403, MESSAGES.download);
   }
   if (push) {
+    if (!(await instanceWritable(deps, user))) {
+      const banner = await maintenanceModeMessage(deps);
+      throw new GitHttpError(403, banner ? `${MAINTENANCE_PUSH_MESSAGE}\n${banner}` : MAINTENANCE_PUSH_MESSAGE);
+    }
     if (project.archived && policy.level >= AccessLevel.DEVELOPER) throw new GitHttpError(403, MESSAGES.archived);
     if (!policy.can('push_code')) throw new GitHttpError(403, MESSAGES.push);
     if (project.repository_read_only) throw new GitHttpError(403, MESSAGES.readOnly);

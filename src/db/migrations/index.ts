@@ -11,6 +11,7 @@ import * as m0009 from './0009-lookup-notices.js';
 import * as m0010 from './0010-oauth-password-grant.js';
 import * as m0011 from './0011-project-lfs-version.js';
 import * as m0012 from './0012-settings-plan-limits-audit.js';
+import * as m0013 from './0013-repository-housekeeping.js';
 
 /** Every migration in order. Names never change once landed. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0010-oauth-password-grant': m0010,
   '0011-project-lfs-version': m0011,
   '0012-settings-plan-limits-audit': m0012,
+  '0013-repository-housekeeping': m0013,
 };
