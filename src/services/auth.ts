@@ -155,6 +155,9 @@ function checkUserMayUseApi(user: User, baseUrl: string): void {
     );
   }
   if (user.state === 'blocked') throw forbidden('Your account has been blocked.');
+  if (user.state === 'blocked_pending_approval') {
+    throw forbidden('Your account is pending approval from your administration and hence blocked.');
+  }
 }
 
 /** GitLab's sudo: an administrator's token with the `sudo` scope acts as another user. */
