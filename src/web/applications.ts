@@ -21,11 +21,14 @@ export const USER_APPLICATIONS_OFF_MESSAGE = 'Registering OAuth applications is 
 
 /**
  * GitLab's `user_oauth_applications`: while off, users may only list their applications; adding
- * and deleting them is refused (administrators keep both).
+ * and deleting them is refused (administrators keep both, outside admin mode).
  */
 async function mayManageApplications(ctx: AppContext, browser: BrowserSession): Promise<boolean> {
-  if (browser.user?.admin) return true;
-  return (await getApplicationSettings(ctx.state.deps)).values.user_oauth_applications !== false;
+  const { values } = await getApplicationSettings(ctx.state.deps);
+  // With `admin_mode` on, GitLab's web pages treat administrators as regular users until they
+  // enter admin mode, which Depot's pages do not offer yet.
+  if (browser.user?.admin && values.admin_mode !== true) return true;
+  return values.user_oauth_applications !== false;
 }
 
 interface FormState {
