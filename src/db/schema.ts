@@ -8,7 +8,8 @@ type DateString = ColumnType<string | null, string | null | undefined, string | 
 type Json<T> = ColumnType<T, string, string>;
 
 export type Visibility = 'private' | 'internal' | 'public';
-export type UserState = 'active' | 'blocked' | 'deactivated';
+/** GitLab's user states Depot has; `blocked_pending_approval` awaits an administrator after sign-up. */
+export type UserState = 'active' | 'blocked' | 'deactivated' | 'blocked_pending_approval';
 export type MemberSource = 'group' | 'project';
 
 export interface UsersTable {

@@ -5,6 +5,7 @@ import type { Middleware } from 'koa';
 import { koaBody } from 'koa-body';
 import qs from 'qs';
 import { z } from 'zod';
+import { getApplicationSettings } from '../services/application-settings.js';
 import { API_SCOPES, type ScopeRule } from '../services/auth.js';
 import { instanceWritable, READ_ONLY_API_MESSAGE } from '../services/instance-access.js';
 import { authenticate } from './auth.js';
@@ -69,25 +70,55 @@ function onPart(part: Part, handle: (part: Part) => void): void {
   handle(part);
 }
 
-const koaBodyParser = koaBody({
-  json: true,
-  urlencoded: true,
-  multipart: true,
-  text: false,
-  jsonLimit: MAX_JSON_BODY,
-  formLimit: MAX_JSON_BODY,
-  parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never[],
-  queryString: { depth: 10, arrayLimit: 1000, parameterLimit: 10000 },
-  formidable: { maxFileSize: 20 * 1024 * 1024, maxFields: 10000, onPart },
-  onError: (error) => {
-    throw bodyError(error);
-  },
-});
+/** Bytes in a MiB, the unit of `max_attachment_size`. */
+const BYTES_PER_MIB = 1024 * 1024;
+/** `max_attachment_size`'s default (MiB), used when the setting is unreadable. */
+const DEFAULT_MAX_ATTACHMENT_MIB = 10;
+
+/** A body parser whose uploaded files may each be at most `maxFileBytes` (and together as much). */
+function bodyParser(maxFileBytes: number): Middleware {
+  return koaBody({
+    json: true,
+    urlencoded: true,
+    multipart: true,
+    text: false,
+    jsonLimit: MAX_JSON_BODY,
+    formLimit: MAX_JSON_BODY,
+    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never[],
+    queryString: { depth: 10, arrayLimit: 1000, parameterLimit: 10000 },
+    formidable: { maxFileSize: maxFileBytes, maxFields: 10000, onPart },
+    onError: (error) => {
+      throw bodyError(error);
+    },
+  }) as Middleware;
+}
+
+/** One parser per upload limit in use (the setting changes rarely; each parser is kept). */
+const parsers = new Map<number, Middleware>();
+
+/**
+ * The parser for this request: a multipart body's files are limited by the application setting
+ * `max_attachment_size` (MiB) as it is now, beyond which the request is GitLab's 413.
+ */
+async function parserFor(ctx: AppContext): Promise<Middleware> {
+  let mib = DEFAULT_MAX_ATTACHMENT_MIB;
+  if (ctx.is('multipart')) {
+    const value = Number((await getApplicationSettings(ctx.state.deps)).values.max_attachment_size);
+    if (Number.isFinite(value) && value > 0) mib = value;
+  }
+  const bytes = Math.floor(mib * BYTES_PER_MIB);
+  let parser = parsers.get(bytes);
+  if (!parser) {
+    parser = bodyParser(bytes);
+    parsers.set(bytes, parser);
+  }
+  return parser;
+}
 
 /** Parses the body; the files a multipart body left in the temporary directory go when the request ends. */
-const parseBody: Middleware = async (ctx, next) => {
+const parseBody: Middleware<AppState, AppContext> = async (ctx, next) => {
   try {
-    await koaBodyParser(ctx, next);
+    await (await parserFor(ctx))(ctx, next);
   } finally {
     const files = Object.values(ctx.request.files ?? {}).flat();
     await Promise.all(files.map((file) => fs.rm(file.filepath, { force: true })));
@@ -210,7 +241,7 @@ export class ApiRouter {
     const rules = [...(options.scopes ?? []), ...API_SCOPES];
     const schema = options.params ?? (z.object({}) as unknown as S);
     const chain: Middleware<AppState, AppContext>[] = [];
-    if (method !== 'get' && !options.rawBody) chain.push(parseBody as unknown as Middleware<AppState, AppContext>);
+    if (method !== 'get' && !options.rawBody) chain.push(parseBody);
     chain.push(async (ctx) => {
       const raw = mergedParams(ctx);
       // GitLab's HandleNullBytes middleware: no valid request holds a NUL (PostgreSQL text cannot).

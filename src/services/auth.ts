@@ -11,6 +11,7 @@ import {
   unauthorized,
 } from '../http/errors.js';
 import { digestToken, safeEqual } from '../lib/crypto.js';
+import { getApplicationSettings } from './application-settings.js';
 import { cachedLookup, type Deps, today } from './deps.js';
 import { findAccessToken, isTokenExpired } from './oauth.js';
 
@@ -130,13 +131,28 @@ async function finishActor(
   method: string,
 ): Promise<Actor> {
   checkUserMayUseApi(user, deps.config.baseUrl);
-  const actor: Actor = { user, token };
+  const actor: Actor = { user: await withAdminMode(deps, user, token), token };
   if (credentials.sudo !== undefined) {
     const sudoed = await applySudo(deps, actor, credentials.sudo);
     if (sudoed.user?.id !== user.id) return sudoed;
   }
   checkScopes(token, rules, method);
   return actor;
+}
+
+/** The scope an administrator's token needs to act as administrator while `admin_mode` is on. */
+export const ADMIN_MODE_SCOPE = 'admin_mode';
+
+/**
+ * GitLab's admin mode on the API: while the `admin_mode` setting is on, an administrator's token
+ * acts with administrator rights only when it has the `admin_mode` scope; without it the
+ * administrator is a regular user for the request (policies, `sudo` and admin-only endpoints all
+ * read `admin` from the actor). The cached user row is never changed.
+ */
+export async function withAdminMode(deps: Deps, user: User, token: AuthToken): Promise<User> {
+  if (!user.admin || token.scopes.includes(ADMIN_MODE_SCOPE)) return user;
+  if ((await getApplicationSettings(deps)).values.admin_mode !== true) return user;
+  return { ...user, admin: false };
 }
 
 /** Throws insufficient_scope unless one of the token's scopes admits this request. */
@@ -155,6 +171,9 @@ function checkUserMayUseApi(user: User, baseUrl: string): void {
     );
   }
   if (user.state === 'blocked') throw forbidden('Your account has been blocked.');
+  if (user.state === 'blocked_pending_approval') {
+    throw forbidden('Your account is pending approval from your administration and hence blocked.');
+  }
 }
 
 /** GitLab's sudo: an administrator's token with the `sudo` scope acts as another user. */

@@ -60,6 +60,8 @@ export interface CreateUserInput extends UserProfile, UserAdminFields {
   randomPassword?: boolean;
   skipConfirmation?: boolean;
   bot?: boolean;
+  /** `blocked_pending_approval` for a sign-up that awaits an administrator; active otherwise. */
+  state?: 'active' | 'blocked_pending_approval';
 }
 
 export interface UpdateUserInput extends UserProfile, UserAdminFields {
@@ -128,6 +130,7 @@ export async function createUser(deps: Deps, input: CreateUserInput, createdBy: 
     name: input.name,
     password_digest: digest,
     bot: input.bot ?? false,
+    ...(input.state ? { state: input.state } : {}),
     created_by_id: createdBy?.id ?? null,
     confirmed_at: input.skipConfirmation === false ? null : now,
     created_at: now,

@@ -3,6 +3,7 @@ import { listOauthApplications } from '../db/queries/oauth.js';
 import type { OauthApplication } from '../db/schema.js';
 import type { AppContext, AppState } from '../http/context.js';
 import { ApiError } from '../http/errors.js';
+import { getApplicationSettings } from '../services/application-settings.js';
 import {
   createOauthApplication,
   deleteApplication,
@@ -15,6 +16,20 @@ import { errorAlert, type Html, html, sendPage } from './html.js';
 import { type BrowserSession, currentSession, rememberReturnTo, validCsrf } from './session.js';
 
 const PAGE = '/profile/applications';
+/** Shown instead of the form while `user_oauth_applications` is off for a non-administrator. */
+export const USER_APPLICATIONS_OFF_MESSAGE = 'Registering OAuth applications is turned off by your administrator.';
+
+/**
+ * GitLab's `user_oauth_applications`: while off, users may only list their applications; adding
+ * and deleting them is refused (administrators keep both, outside admin mode).
+ */
+async function mayManageApplications(ctx: AppContext, browser: BrowserSession): Promise<boolean> {
+  const { values } = await getApplicationSettings(ctx.state.deps);
+  // With `admin_mode` on, GitLab's web pages treat administrators as regular users until they
+  // enter admin mode, which Depot's pages do not offer yet.
+  if (browser.user?.admin && values.admin_mode !== true) return true;
+  return values.user_oauth_applications !== false;
+}
 
 interface FormState {
   name?: string;
@@ -35,16 +50,20 @@ function validationMessages(error: ApiError): string[] | undefined {
   );
 }
 
-function applicationRow(app: OauthApplication, csrf: string): Html {
+function applicationRow(app: OauthApplication, csrf: string, manage: boolean): Html {
   return html`<tr>
 <td><strong>${app.name}</strong><br><span class="hint">${app.confidential ? 'Confidential' : 'Public'}</span></td>
 <td><code>${app.uid}</code></td>
 <td>${app.scopes.join(', ')}</td>
 <td>${redirectUris(app).map((u) => html`<code>${u}</code><br>`)}</td>
-<td><form method="post" action="${PAGE}/${String(app.id)}/delete">
+<td>${
+    manage
+      ? html`<form method="post" action="${PAGE}/${String(app.id)}/delete">
 <input type="hidden" name="authenticity_token" value="${csrf}">
 <button type="submit" class="danger" aria-label="Delete ${app.name}">Delete</button>
-</form></td>
+</form>`
+      : ''
+  }</td>
 </tr>`;
 }
 
@@ -58,6 +77,7 @@ async function renderApplications(
   const csrf = browser.session.csrf_token;
   const apps = await listOauthApplications(ctx.state.deps.db, user.id);
   const form = options.form ?? {};
+  const manage = await mayManageApplications(ctx, browser);
   const chosen = new Set(form.scopes ?? []);
   const confidential = form.confidential ?? true;
   const created = options.created
@@ -84,11 +104,13 @@ ${
     ? html`<p>You have not registered any application yet.</p>`
     : html`<table>
 <thead><tr><th scope="col">Name</th><th scope="col">Application ID</th><th scope="col">Scopes</th><th scope="col">Redirect URIs</th><th scope="col"><span class="hint">Actions</span></th></tr></thead>
-<tbody>${apps.map((app) => applicationRow(app, csrf))}</tbody>
+<tbody>${apps.map((app) => applicationRow(app, csrf, manage))}</tbody>
 </table>`
 }
 </div>
-<div class="card">
+${
+  manage
+    ? html`<div class="card">
 <h2>Add a new application</h2>
 ${form.errors ? html`<div class="alert error" role="alert"><ul>${form.errors.map((e) => html`<li>${e}</li>`)}</ul></div>` : ''}
 <form method="post" action="${PAGE}">
@@ -112,7 +134,9 @@ ${OAUTH_SCOPES.map(
 </fieldset>
 <div class="actions"><button type="submit" class="primary">Save application</button></div>
 </form>
-</div>`,
+</div>`
+    : html`<div class="card"><p class="hint" id="applications_off">${USER_APPLICATIONS_OFF_MESSAGE}</p></div>`
+}`,
   );
 }
 
@@ -133,6 +157,11 @@ function renderCsrfFailure(ctx: AppContext, browser: BrowserSession) {
   });
 }
 
+/** GitLab redirects away from a refused create or delete; here, back to the list, with a 403. */
+function refuseWhileOff(ctx: AppContext, browser: BrowserSession) {
+  return renderApplications(ctx, browser, { status: 403 });
+}
+
 /** `/profile/applications`: users register, list and delete their OAuth applications. */
 export function registerApplicationPages(router: Router<AppState>): void {
   router.get(PAGE, async (ctx) => {
@@ -145,6 +174,7 @@ export function registerApplicationPages(router: Router<AppState>): void {
     if (!browser?.user) return;
     const form = formBody(ctx);
     if (!validCsrf(browser, field(form, 'authenticity_token'))) return renderCsrfFailure(ctx, browser);
+    if (!(await mayManageApplications(ctx, browser))) return refuseWhileOff(ctx, browser);
     const state: FormState = {
       name: field(form, 'name'),
       redirectUri: field(form, 'redirect_uri'),
@@ -170,6 +200,7 @@ export function registerApplicationPages(router: Router<AppState>): void {
     const browser = await requireSignedIn(ctx);
     if (!browser?.user) return;
     if (!validCsrf(browser, field(formBody(ctx), 'authenticity_token'))) return renderCsrfFailure(ctx, browser);
+    if (!(await mayManageApplications(ctx, browser))) return refuseWhileOff(ctx, browser);
     const id = /^\d{1,9}$/.test(ctx.params.id ?? '') ? Number(ctx.params.id) : 0;
     const deleted = await deleteApplication(ctx.state.deps, id, browser.user);
     if (!deleted) {

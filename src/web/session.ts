@@ -10,10 +10,27 @@ import { findUserById } from '../db/queries/users.js';
 import type { User, WebSession } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
 import { digestToken, safeEqual } from '../lib/crypto.js';
+import { getApplicationSettings } from '../services/application-settings.js';
+import type { Deps } from '../services/deps.js';
 
-/** A signed-in browser session lasts a day; an anonymous one (sign-in form, CSRF) an hour. */
-export const SESSION_TTL_SECONDS = 24 * 60 * 60;
+/** An anonymous session (sign-in form, CSRF) lasts an hour. */
 export const ANONYMOUS_SESSION_TTL_SECONDS = 60 * 60;
+/**
+ * How long a signed-in session lasts when `session_expire_delay` is 0: GitLab then keeps the
+ * cookie for the browser session only; Depot's cookie has no Max-Age and the server forgets the
+ * session after a day.
+ */
+export const BROWSER_SESSION_TTL_SECONDS = 24 * 60 * 60;
+
+/**
+ * A signed-in session's lifetime in seconds from `session_expire_delay` (minutes, GitLab's
+ * default a week), read now: a shorter delay also ends sessions signed in before the change.
+ */
+async function signedInTtlSeconds(deps: Deps): Promise<{ seconds: number; browserOnly: boolean }> {
+  const minutes = Number((await getApplicationSettings(deps)).values.session_expire_delay ?? 0);
+  if (!Number.isFinite(minutes) || minutes <= 0) return { seconds: BROWSER_SESSION_TTL_SECONDS, browserOnly: true };
+  return { seconds: minutes * 60, browserOnly: false };
+}
 
 /** The session cookie: `__Host-` prefixed and Secure when Depot is served over https. */
 function cookieName(ctx: AppContext): string {
@@ -30,8 +47,11 @@ function readCookie(ctx: AppContext, name: string): string | undefined {
   return undefined;
 }
 
-function setCookie(ctx: AppContext, value: string, maxAgeSeconds: number): void {
-  const attributes = [`${cookieName(ctx)}=${value}`, 'Path=/', `Max-Age=${maxAgeSeconds}`, 'HttpOnly', 'SameSite=Lax'];
+/** Sets the session cookie; `maxAgeSeconds` null makes it last as long as the browser session. */
+function setCookie(ctx: AppContext, value: string, maxAgeSeconds: number | null): void {
+  const attributes = [`${cookieName(ctx)}=${value}`, 'Path=/'];
+  if (maxAgeSeconds !== null) attributes.push(`Max-Age=${maxAgeSeconds}`);
+  attributes.push('HttpOnly', 'SameSite=Lax');
   if (isHttps(ctx)) attributes.push('Secure');
   ctx.append('Set-Cookie', attributes.join('; '));
 }
@@ -52,7 +72,7 @@ export async function currentSession(ctx: AppContext): Promise<BrowserSession | 
   if (value && /^[A-Za-z0-9_-]{43}$/.test(value)) {
     const digest = digestToken(value);
     const session = await findWebSessionByDigest(deps.db, digest, deps.clock.now());
-    if (session && safeEqual(session.session_digest, digest)) {
+    if (session && safeEqual(session.session_digest, digest) && (await withinExpireDelay(deps, session))) {
       const user = session.user_id === null ? null : ((await findUserById(deps.db, session.user_id)) ?? null);
       found = { session, user: user && user.state === 'active' ? user : null };
     }
@@ -61,10 +81,18 @@ export async function currentSession(ctx: AppContext): Promise<BrowserSession | 
   return found;
 }
 
+/** A signed-in session is still within the current `session_expire_delay` of its sign-in. */
+async function withinExpireDelay(deps: Deps, session: WebSession): Promise<boolean> {
+  if (session.user_id === null) return true;
+  const { seconds } = await signedInTtlSeconds(deps);
+  return session.created_at.getTime() + seconds * 1000 > deps.clock.now().getTime();
+}
+
 async function createSession(ctx: AppContext, user: User | null, returnTo: string | null): Promise<BrowserSession> {
   const deps = ctx.state.deps;
   const now = deps.clock.now();
-  const ttl = user ? SESSION_TTL_SECONDS : ANONYMOUS_SESSION_TTL_SECONDS;
+  const signedIn = user ? await signedInTtlSeconds(deps) : null;
+  const ttl = signedIn ? signedIn.seconds : ANONYMOUS_SESSION_TTL_SECONDS;
   await deleteExpiredWebSessions(deps.db, now);
   const value = randomBytes(32).toString('base64url');
   const session = await insertWebSession(deps.db, {
@@ -75,7 +103,7 @@ async function createSession(ctx: AppContext, user: User | null, returnTo: strin
     expires_at: new Date(now.getTime() + ttl * 1000),
     created_at: now,
   });
-  setCookie(ctx, value, ttl);
+  setCookie(ctx, value, signedIn?.browserOnly ? null : ttl);
   const browser = { session, user };
   cache.set(ctx, browser);
   return browser;

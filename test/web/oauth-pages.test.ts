@@ -58,7 +58,8 @@ describe('sign-in', () => {
       const set = res.headers.getSetCookie()[0] ?? '';
       expect(set).toContain('HttpOnly');
       expect(set).toContain('SameSite=Lax');
-      expect(set).toContain(`Max-Age=${24 * 3600}`);
+      // session_expire_delay: a week by default, as GitLab.
+      expect(set).toContain(`Max-Age=${7 * 24 * 3600}`);
       // The anonymous session is gone: its cookie no longer means anything.
       const old = await app.deps.db
         .selectFrom('web_sessions')
