@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { isValidBranchName } from '../git/validate.js';
 import { instanceKey, openSecret, sealSecret } from '../lib/secret-box.js';
 import { type AuditActor, type AuditChange, recordAuditEvents } from './audit-events.js';
 import { cachedLookup, type Deps } from './deps.js';
@@ -307,6 +308,12 @@ function validate(deps: Deps, next: Record<string, unknown>, given: Record<strin
     checkUrl(errors, name, next[name]);
   if (!blank(next.commit_email_hostname) && !/^[^@]+$/.test(String(next.commit_email_hostname))) {
     errors.add('commit_email_hostname', 'is invalid');
+  }
+  const branchName = next.default_branch_name;
+  if (typeof branchName === 'string' && branchName !== '') {
+    // New repositories start on it, so it must be a name git takes for a branch.
+    if (!isValidBranchName(branchName)) errors.add('default_branch_name', 'is invalid');
+    if (branchName.length > 255) errors.add('default_branch_name', 'is too long (maximum is 255 characters)');
   }
   const prefix = next.personal_access_token_prefix;
   if (typeof prefix === 'string' && prefix !== '') {

@@ -1,7 +1,11 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { makeAdmin, makeGroup, makeToken, makeUserWithToken } from '../support/factories.js';
+import { remoteUrl, runGitClient } from '../support/git-client.js';
 
 /**
  * Issue 16 item 4: settings that govern what Depot does take effect on the next request, each
@@ -197,5 +201,60 @@ describe('default_project_creation', () => {
     expect((await createGroup(token, { project_creation_level: 'developer' })).body.project_creation_level).toBe(
       'developer',
     );
+  });
+});
+
+describe('default_branch_name', () => {
+  it('must be a branch name git takes; a bad one changes nothing', async () => {
+    for (const bad of ['has space', 'a..b', '-dash', 'refs/heads/x', 'end.lock']) {
+      const res = await app.request('/application/settings', {
+        method: 'PUT',
+        token: adminToken,
+        body: { default_branch_name: bad, default_projects_limit: 7 },
+      });
+      expect(res.status, bad).toBe(400);
+      expect(res.body).toEqual({ message: { default_branch_name: ['is invalid'] } });
+    }
+    const read = await app.request('/application/settings', { token: adminToken });
+    expect(read.body.default_branch_name).toBeNull();
+    expect(read.body.default_projects_limit).toBe(100000);
+    await setSettings({ default_branch_name: 'release/trunk' });
+  });
+
+  it('names the first branch of new repositories, with a README or by the first push', async () => {
+    const { user, token } = await makeUserWithToken(app);
+    const before = await createProject(token, { initialize_with_readme: true });
+    expect(before.body.default_branch).toBe('main');
+    await setSettings({ default_branch_name: 'trunk' });
+    const withReadme = await createProject(token, { initialize_with_readme: true });
+    expect(withReadme.status).toBe(201);
+    expect(withReadme.body.default_branch).toBe('trunk');
+    const branches = await app.request(`/projects/${withReadme.body.id}/repository/branches`, { token });
+    expect(branches.body.map((b: { name: string; default: boolean }) => [b.name, b.default])).toEqual([
+      ['trunk', true],
+    ]);
+    // An empty repository: the first push of that name becomes the default branch.
+    const empty = (await createProject(token)).body;
+    expect(empty.default_branch).toBe('trunk');
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-branch-'));
+    try {
+      expect((await runGitClient(['init', '--quiet', '-b', 'work', dir], dir)).code).toBe(0);
+      await fs.writeFile(path.join(dir, 'a.txt'), 'a\n');
+      await runGitClient(['add', 'a.txt'], dir);
+      expect((await runGitClient(['commit', '--quiet', '-m', 'First'], dir)).code).toBe(0);
+      const url = remoteUrl(
+        app.baseUrl,
+        { full_path: empty.path_with_namespace },
+        { login: user.username, password: token },
+      );
+      const pushed = await runGitClient(['push', '--quiet', url, 'work:other', 'work:trunk'], dir);
+      expect(pushed.code, pushed.stderr).toBe(0);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+    const after = await app.request(`/projects/${empty.id}`, { token });
+    expect(after.body.default_branch).toBe('trunk');
+    const trunk = await app.request(`/projects/${empty.id}/repository/branches/trunk`, { token });
+    expect(trunk.body.default).toBe(true);
   });
 });
