@@ -258,3 +258,47 @@ describe('default_branch_name', () => {
     expect(trunk.body.default).toBe(true);
   });
 });
+
+describe('personal access tokens', () => {
+  const today = () => app.clock.now().toISOString().slice(0, 10);
+  const addDays = (date: string, days: number) =>
+    new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+  const createToken = (userId: number, body: Record<string, unknown> = {}) =>
+    app.request(`/users/${userId}/personal_access_tokens`, {
+      method: 'POST',
+      token: adminToken,
+      body: { name: 'effect', scopes: ['api'], ...body },
+    });
+
+  it('start with personal_access_token_prefix; tokens made before keep working', async () => {
+    const { user } = await makeUserWithToken(app);
+    const before = await createToken(user.id);
+    expect(before.body.token).toMatch(/^glpat-/);
+    await setSettings({ personal_access_token_prefix: 'xyz-' });
+    const after = await createToken(user.id);
+    expect(after.status).toBe(201);
+    expect(after.body.token).toMatch(/^xyz-[A-Za-z0-9_-]{20,}$/);
+    for (const token of [before.body.token, after.body.token]) {
+      const me = await app.request('/user', { token });
+      expect(me.status).toBe(200);
+      expect(me.body.id).toBe(user.id);
+    }
+    await setSettings({ personal_access_token_prefix: '' });
+    expect((await createToken(user.id)).body.token).toMatch(/^glpat-/);
+  });
+
+  it('live at most max_personal_access_token_lifetime days', async () => {
+    const { user } = await makeUserWithToken(app);
+    await setSettings({ max_personal_access_token_lifetime: 30 });
+    const unset = await createToken(user.id);
+    expect(unset.status).toBe(201);
+    expect(unset.body.expires_at).toBe(addDays(today(), 30));
+    const atLimit = await createToken(user.id, { expires_at: addDays(today(), 30) });
+    expect(atLimit.status).toBe(201);
+    const beyond = await createToken(user.id, { expires_at: addDays(today(), 31) });
+    expect(beyond.status).toBe(422);
+    expect(beyond.body).toEqual({ message: `Expiration date must be before ${addDays(today(), 30)}` });
+    await setSettings({ max_personal_access_token_lifetime: 365 });
+    expect((await createToken(user.id, { expires_at: addDays(today(), 31) })).status).toBe(201);
+  });
+});
