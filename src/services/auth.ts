@@ -13,6 +13,7 @@ import {
 import { digestToken, safeEqual } from '../lib/crypto.js';
 import { cachedLookup, type Deps, today } from './deps.js';
 import { findAccessToken, isTokenExpired } from './oauth.js';
+import { recordUserActivity } from './user-activity.js';
 
 /** A credential that authenticated the request. */
 export interface AuthToken {
@@ -130,6 +131,8 @@ async function finishActor(
   method: string,
 ): Promise<Actor> {
   checkUserMayUseApi(user, deps.config.baseUrl);
+  // What keeps an account from counting as dormant (deactivate_dormant_users).
+  await recordUserActivity(deps, user);
   const actor: Actor = { user, token };
   if (credentials.sudo !== undefined) {
     const sudoed = await applySudo(deps, actor, credentials.sudo);

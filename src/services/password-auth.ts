@@ -2,6 +2,7 @@ import { recordFailedPasswordAttempt, resetFailedPasswordAttempts } from '../db/
 import type { User } from '../db/schema.js';
 import { verifyPassword } from '../lib/crypto.js';
 import type { Deps } from './deps.js';
+import { recordUserActivity } from './user-activity.js';
 
 /**
  * Wrong passwords before an account is locked: GitLab's `max_login_attempts` default
@@ -62,5 +63,6 @@ export async function checkUserPassword(
     if (!(await resetFailedPasswordAttempts(deps.db, user.id, lockedSince(now))))
       return { ok: false, reason: 'locked' };
   }
+  await recordUserActivity(deps, user);
   return { ok: true, user };
 }
