@@ -38,9 +38,11 @@ export async function checkUserPassword(
   deps: Deps,
   user: User | undefined,
   password: string,
-  options: { count: boolean } = { count: true },
+  options: { count: boolean; allowDeactivated?: boolean } = { count: true },
 ): Promise<PasswordCheck> {
-  if (user?.state !== 'active') {
+  // Web sign-in lets a deactivated user in (and reactivates them, as GitLab's sessions do).
+  const usable = user?.state === 'active' || (options.allowDeactivated === true && user?.state === 'deactivated');
+  if (!user || !usable) {
     // Compare anyway, so an unknown login takes as long as a known one.
     await verifyPassword(password, user?.password_digest ?? null);
     return { ok: false, reason: 'invalid' };

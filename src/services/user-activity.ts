@@ -1,4 +1,8 @@
-import { deactivateDormantUsers as deactivateDormantUserRows, touchUserActivity } from '../db/queries/users.js';
+import {
+  deactivateDormantUsers as deactivateDormantUserRows,
+  reactivateUser,
+  touchUserActivity,
+} from '../db/queries/users.js';
 import type { User } from '../db/schema.js';
 import { addDays } from '../lib/clock.js';
 import { getApplicationSettings } from './application-settings.js';
@@ -37,4 +41,15 @@ export async function deactivateDormantUsers(deps: Deps): Promise<number> {
   );
   if (ids.length > 0) deps.logger.info({ users: ids }, 'dormant users deactivated');
   return ids.length;
+}
+
+/**
+ * A deactivated user who signs in through the web is active again (GitLab's SessionsController:
+ * "Welcome back! ..."); any other user is returned as is.
+ */
+export async function reactivateOnSignIn(deps: Deps, user: User): Promise<User> {
+  if (user.state !== 'deactivated') return user;
+  const reactivated = await reactivateUser(deps.db, user.id, deps.clock.now());
+  if (reactivated) deps.logger.info({ user: user.username }, 'deactivated user reactivated by signing in');
+  return reactivated ?? user;
 }

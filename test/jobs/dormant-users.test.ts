@@ -4,6 +4,7 @@ import { nextDailyRun } from '../../src/jobs/recurring.js';
 import { Worker } from '../../src/jobs/worker.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { makeAdmin, makeToken, makeUser, makeUserWithToken } from '../support/factories.js';
+import { WebClient } from '../support/web-client.js';
 
 /** The daily job behind `deactivate_dormant_users`, run through a worker with a moved clock. */
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -114,5 +115,21 @@ describe('deactivate_dormant_users', () => {
     app.clock.advance(DAY_MS);
     await runJob();
     expect(await stateOf(newcomer.id)).toBe('deactivated');
+  });
+
+  it('lets a deactivated user back in by signing in through the web, as GitLab does', async () => {
+    expect((await put({ deactivate_dormant_users: true, deactivate_dormant_users_period: 90 })).status).toBe(200);
+    const password = 'correct horse battery staple';
+    const sleeper = await makeUserWithToken(app, { password });
+    app.clock.advance(8 * DAY_MS);
+    await runJob();
+    expect(await stateOf(sleeper.user.id)).toBe('deactivated');
+    expect((await app.request('/user', { token: sleeper.token })).status).toBe(403);
+    const browser = new WebClient(app);
+    expect((await browser.signIn(sleeper.user.username, 'wrong password')).status).toBe(401);
+    expect(await stateOf(sleeper.user.id)).toBe('deactivated');
+    expect((await browser.signIn(sleeper.user.username, password)).status).toBe(303);
+    expect(await stateOf(sleeper.user.id)).toBe('active');
+    expect((await app.request('/user', { token: sleeper.token })).status).toBe(200);
   });
 });

@@ -217,3 +217,14 @@ export async function deactivateDormantUsers(
     .execute();
   return rows.map((r) => r.id);
 }
+
+/** Makes a deactivated user active again; undefined when the user was not deactivated. */
+export function reactivateUser(db: Db, id: number, now: Date): Promise<User | undefined> {
+  return db
+    .updateTable('users')
+    .set({ state: 'active', updated_at: now })
+    .where('id', '=', id)
+    .where('state', '=', 'deactivated')
+    .returningAll()
+    .executeTakeFirst();
+}
