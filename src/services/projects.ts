@@ -267,15 +267,17 @@ async function namespaceDefaultBranch(
  * GitLab's `check_personal_projects_limit`: a project in a personal namespace counts against its
  * creator's `projects_limit` (administrators included), reported on `limit_reached`.
  */
-async function checkPersonalProjectsLimit(deps: Deps, v: Validation, creator: User): Promise<void> {
+async function checkPersonalProjectsLimit(deps: Deps, creator: User): Promise<void> {
   const limit = creator.projects_limit;
   if (limit > 0 && (await countPersonalProjects(deps.db, creator.id)) < limit) return;
-  v.add(
-    'limit_reached',
-    limit === 0
-      ? 'Personal project creation is not allowed. Please contact your administrator with questions'
-      : `Your project limit is ${limit} projects! Please contact your administrator to increase it`,
-  );
+  new Validation()
+    .add(
+      'limit_reached',
+      limit === 0
+        ? 'Personal project creation is not allowed. Please contact your administrator with questions'
+        : `Your project limit is ${limit} projects! Please contact your administrator to increase it`,
+    )
+    .throwIfAny();
 }
 
 /**
@@ -295,6 +297,8 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
   if (!visibilityAllowedFor(user, visibility, settings.restricted_visibility_levels as string[])) {
     throw validationError({ visibility_level: [restrictedVisibilityMessage(visibility)] });
   }
+  // Then the personal projects limit, alone, before the model's own validations (as GitLab).
+  if (namespace.kind === 'user') await checkPersonalProjectsLimit(deps, user);
   const fields: ProjectInput = { ...input, name, path };
   const v = new Validation();
   const taken = {
@@ -302,7 +306,6 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
     path: path !== '' && (await fullPathTaken(deps, `${namespace.full_path}/${path}`)),
   };
   checkProjectFields(v, fields, namespace, taken);
-  if (namespace.kind === 'user') await checkPersonalProjectsLimit(deps, v, user);
   v.throwIfAny();
   // GitLab uses `default_branch.presence`; a name git refuses fails the repository creation,
   // reported twice on `base` (once by the repository, once by the service that raised).

@@ -173,6 +173,9 @@ describe('default_projects_limit', () => {
         limit_reached: ['Your project limit is 1 projects! Please contact your administrator to increase it'],
       },
     });
+    // GitLab checks the limit before the model: an invalid path adds nothing to it.
+    const alsoInvalid = await app.request('/projects', { method: 'POST', token, body: { name: 'x', path: '-bad-' } });
+    expect(alsoInvalid.body).toEqual(over.body);
     // Projects in a group do not count against it.
     const group = await makeGroup(app, user);
     expect((await createProject(token, { namespace_id: group.id })).status).toBe(201);
