@@ -4,6 +4,7 @@ import { createApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { EmbeddedPostgresError } from './db/embedded-postgres.js';
 import { checkGitVersion } from './git/command.js';
+import { scheduleDormantUsersJob } from './jobs/dormant-users.js';
 import { JOB_KINDS } from './jobs/kinds.js';
 import { scheduleMemberJobs } from './jobs/members.js';
 import { scheduleOauthJobs } from './jobs/oauth.js';
@@ -53,9 +54,11 @@ async function main(): Promise<void> {
     }
   }
   // Daily jobs: the billable-member refresh (12:00 UTC) and the removal of expired memberships;
-  // the deletion of expired OAuth codes and dead revoked tokens (03:20 UTC).
+  // the deletion of expired OAuth codes and dead revoked tokens (03:20 UTC); the deactivation of
+  // dormant users (00:21 UTC, when the setting asks for it).
   await scheduleMemberJobs(runtime.deps);
   await scheduleOauthJobs(runtime.deps);
+  await scheduleDormantUsersJob(runtime.deps);
   logger.info({ git: gitVersion, database: runtime.database.kind, workers: config.workers }, 'Depot is starting');
   if (config.workers === 1) await serve(config, runtime, runtime.owner);
   else await superviseWorkers(config, runtime);

@@ -236,7 +236,7 @@ export function registerGroupRoutes(api: ApiRouter): void {
     const { group, policy } = await loadGroup(ctx, params.id);
     policy.authorize('admin_group');
     const { id: _id, ...fields } = params;
-    const updated = await updateGroup(ctx.state.deps, group, groupInput(fields));
+    const updated = await updateGroup(ctx.state.deps, group, groupInput(fields), currentUser(ctx));
     const names = await namespaceFullNames(ctx.state.deps, [updated]);
     ctx.body = presentGroupDetail(
       updated,

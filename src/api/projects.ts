@@ -498,7 +498,7 @@ export function registerProjectRoutes(api: ApiRouter): void {
       if (storage !== undefined && storage !== project.repository_storage) {
         await scheduleMove(ctx.state.deps, { type: 'project', project }, storage);
       }
-      const updated = await updateProject(ctx.state.deps, project, input);
+      const updated = await updateProject(ctx.state.deps, project, input, currentUser(ctx));
       ctx.body = await presentOne(ctx, updated, false);
     },
   );

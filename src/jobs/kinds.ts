@@ -1,4 +1,5 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
+import { dormantUsersJob } from './dormant-users.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
@@ -12,6 +13,7 @@ export const JOB_KINDS: JobKind[] = [
   billableMembersRefreshJob,
   memberExpiryJob,
   oauthPruneJob,
+  dormantUsersJob,
   repositoryMaintenanceJob,
   archiveCacheCleanupJob,
   archiveCachePurgeJob,

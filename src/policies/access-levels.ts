@@ -36,6 +36,18 @@ export const PROJECT_CREATION_LEVELS: Record<string, number> = {
   administrator: AccessLevel.ADMIN,
 };
 
+/**
+ * GitLab's numeric project creation levels (Gitlab::Access, as the instance's
+ * `default_project_creation` stores them) → the names a group's `project_creation_level` uses.
+ */
+export const PROJECT_CREATION_LEVEL_NAMES: Record<number, string> = {
+  0: 'noone',
+  1: 'maintainer',
+  2: 'developer',
+  3: 'administrator',
+  4: 'owner',
+};
+
 /** Who may create subgroups (`subgroup_creation_level`) → the level it needs. */
 export const SUBGROUP_CREATION_LEVELS: Record<string, number> = {
   owner: AccessLevel.OWNER,

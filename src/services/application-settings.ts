@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import { isValidBranchName } from '../git/validate.js';
 import { instanceKey, openSecret, sealSecret } from '../lib/secret-box.js';
 import { type AuditActor, type AuditChange, recordAuditEvents } from './audit-events.js';
 import { cachedLookup, type Deps } from './deps.js';
@@ -213,6 +214,8 @@ const MAX_OUTBOUND_ALLOWLIST = 1000;
 const MAX_PAGES_SIZE_MB = 1024 * 1024;
 const MAX_REQUEST_DURATION_SECONDS = 57;
 const DAY_SECONDS = 86_400;
+/** GitLab's shortest period of inactivity after which the dormant-user job may deactivate anyone. */
+const DORMANT_PERIOD_MIN_DAYS = 90;
 
 type Range = { min?: number; over?: number; max?: number; under?: number };
 
@@ -307,6 +310,21 @@ function validate(deps: Deps, next: Record<string, unknown>, given: Record<strin
     checkUrl(errors, name, next[name]);
   if (!blank(next.commit_email_hostname) && !/^[^@]+$/.test(String(next.commit_email_hostname))) {
     errors.add('commit_email_hostname', 'is invalid');
+  }
+  if (next.deactivate_dormant_users === true) {
+    const period = next.deactivate_dormant_users_period as number;
+    if (!(period >= DORMANT_PERIOD_MIN_DAYS)) {
+      errors.add(
+        'deactivate_dormant_users_period',
+        `'${period}' days of inactivity must be greater than or equal to ${DORMANT_PERIOD_MIN_DAYS}`,
+      );
+    }
+  }
+  const branchName = next.default_branch_name;
+  if (typeof branchName === 'string' && branchName !== '') {
+    // New repositories start on it, so it must be a name git takes for a branch.
+    if (!isValidBranchName(branchName)) errors.add('default_branch_name', 'is invalid');
+    if (branchName.length > 255) errors.add('default_branch_name', 'is too long (maximum is 255 characters)');
   }
   const prefix = next.personal_access_token_prefix;
   if (typeof prefix === 'string' && prefix !== '') {

@@ -14,6 +14,7 @@ import { digestToken, safeEqual } from '../lib/crypto.js';
 import { getApplicationSettings } from './application-settings.js';
 import { cachedLookup, type Deps, today } from './deps.js';
 import { findAccessToken, isTokenExpired } from './oauth.js';
+import { recordUserActivity } from './user-activity.js';
 
 /** A credential that authenticated the request. */
 export interface AuthToken {
@@ -131,6 +132,8 @@ async function finishActor(
   method: string,
 ): Promise<Actor> {
   checkUserMayUseApi(user, deps.config.baseUrl);
+  // What keeps an account from counting as dormant (deactivate_dormant_users).
+  await recordUserActivity(deps, user);
   const actor: Actor = { user: await withAdminMode(deps, user, token), token };
   if (credentials.sudo !== undefined) {
     const sudoed = await applySudo(deps, actor, credentials.sudo);

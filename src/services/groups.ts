@@ -20,11 +20,17 @@ import { removeRepository } from '../git/repository.js';
 import { isValidBranchName } from '../git/validate.js';
 import { purgeCachedArchivesLater } from '../jobs/archive-cache.js';
 import { toDbId } from '../lib/ids.js';
-import { AccessLevel, PROJECT_CREATION_LEVELS, SUBGROUP_CREATION_LEVELS } from '../policies/access-levels.js';
+import {
+  AccessLevel,
+  PROJECT_CREATION_LEVEL_NAMES,
+  PROJECT_CREATION_LEVELS,
+  SUBGROUP_CREATION_LEVELS,
+} from '../policies/access-levels.js';
+import { getApplicationSettings } from './application-settings.js';
 import { cachedLookup, type Deps } from './deps.js';
 import { Validation } from './errors.js';
 import { GROUP_NAME_MESSAGE, isReservedChild, isReservedTopLevel, isValidGroupName } from './paths.js';
-import { fitsWithin } from './visibility.js';
+import { cappedBy, fitsWithin, restrictedVisibilityMessage, visibilityAllowedFor } from './visibility.js';
 
 export interface GroupInput {
   name?: string;
@@ -42,9 +48,6 @@ export interface GroupInput {
   mentions_disabled?: boolean;
   default_branch?: string | null;
 }
-
-/** The instance's `default_group_visibility`. */
-const DEFAULT_GROUP_VISIBILITY: Visibility = 'private';
 
 /** Looks up a group by numeric id or full path. */
 export async function findGroup(deps: Deps, id: string): Promise<Namespace | undefined> {
@@ -210,9 +213,20 @@ export async function createGroup(
   input: GroupInput & { name: string; path: string },
   parent: Namespace | null,
 ) {
+  const settings = (await getApplicationSettings(deps)).values;
+  // Without a visibility the instance default applies (not the parent's), lowered to what the
+  // parent allows.
+  const defaultVisibility = settings.default_group_visibility as Visibility;
+  const visibility = input.visibility ?? (parent ? cappedBy(defaultVisibility, parent.visibility) : defaultVisibility);
+  // GitLab's create service refuses a restricted level before the model validates anything else.
+  if (!visibilityAllowedFor(user, visibility, settings.restricted_visibility_levels as string[])) {
+    new Validation().add('visibility_level', restrictedVisibilityMessage(visibility)).throwIfAny();
+  }
   const v = new Validation();
-  await checkGroupFields(deps, v, input, parent, null);
+  await checkGroupFields(deps, v, { ...input, visibility }, parent, null);
   v.throwIfAny();
+  const projectCreationLevel =
+    input.project_creation_level ?? PROJECT_CREATION_LEVEL_NAMES[settings.default_project_creation as number];
   const now = deps.clock.now();
   try {
     return await deps.db.transaction().execute(async (tx) => {
@@ -220,14 +234,14 @@ export async function createGroup(
         tx,
         {
           ...columns(input),
+          ...(projectCreationLevel !== undefined ? { project_creation_level: projectCreationLevel } : {}),
           kind: 'group',
           name: input.name,
           path: input.path,
           full_path: parent ? `${parent.full_path}/${input.path}` : input.path,
           parent_id: parent?.id ?? null,
           owner_id: null,
-          // GitLab applies the instance default (private), not the parent's visibility.
-          visibility: input.visibility ?? DEFAULT_GROUP_VISIBILITY,
+          visibility,
           created_at: now,
           updated_at: now,
         },
@@ -270,7 +284,19 @@ function columns(input: GroupInput): Updateable<NamespacesTable> {
 }
 
 /** Updates a group; a new path moves the full paths of everything below it. */
-export async function updateGroup(deps: Deps, group: Namespace, input: GroupInput): Promise<Namespace> {
+export async function updateGroup(
+  deps: Deps,
+  group: Namespace,
+  input: GroupInput,
+  actor: Pick<User, 'admin'>,
+): Promise<Namespace> {
+  // GitLab's valid_visibility_level_change?: only a change to a restricted level is refused.
+  if (input.visibility !== undefined && input.visibility !== group.visibility) {
+    const restricted = (await getApplicationSettings(deps)).values.restricted_visibility_levels as string[];
+    if (!visibilityAllowedFor(actor, input.visibility, restricted)) {
+      new Validation().add('visibility_level', restrictedVisibilityMessage(input.visibility)).throwIfAny();
+    }
+  }
   const parent = group.parent_id ? ((await findNamespaceById(deps.db, group.parent_id)) ?? null) : null;
   const v = new Validation();
   await checkGroupFields(deps, v, input, parent, group);

@@ -2,6 +2,7 @@ import { recordFailedPasswordAttempt, resetFailedPasswordAttempts } from '../db/
 import type { User } from '../db/schema.js';
 import { verifyPassword } from '../lib/crypto.js';
 import type { Deps } from './deps.js';
+import { recordUserActivity } from './user-activity.js';
 
 /**
  * Wrong passwords before an account is locked: GitLab's `max_login_attempts` default
@@ -37,9 +38,11 @@ export async function checkUserPassword(
   deps: Deps,
   user: User | undefined,
   password: string,
-  options: { count: boolean } = { count: true },
+  options: { count: boolean; allowDeactivated?: boolean } = { count: true },
 ): Promise<PasswordCheck> {
-  if (user?.state !== 'active') {
+  // Web sign-in lets a deactivated user in (and reactivates them, as GitLab's sessions do).
+  const usable = user?.state === 'active' || (options.allowDeactivated === true && user?.state === 'deactivated');
+  if (!user || !usable) {
     // Compare anyway, so an unknown login takes as long as a known one.
     await verifyPassword(password, user?.password_digest ?? null);
     return { ok: false, reason: 'invalid' };
@@ -62,5 +65,6 @@ export async function checkUserPassword(
     if (!(await resetFailedPasswordAttempts(deps.db, user.id, lockedSince(now))))
       return { ok: false, reason: 'locked' };
   }
+  await recordUserActivity(deps, user);
   return { ok: true, user };
 }

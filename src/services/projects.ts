@@ -4,6 +4,7 @@ import { insertEvent } from '../db/queries/events.js';
 import { insertMember } from '../db/queries/members.js';
 import { findNamespaceByFullPath, findNamespaceById, findNamespacesByIds } from '../db/queries/namespaces.js';
 import {
+  countPersonalProjects,
   deleteProject as deleteProjectRows,
   findProjectByFullPath,
   findProjectById,
@@ -24,6 +25,7 @@ import { toDbId } from '../lib/ids.js';
 import { transliterate } from '../lib/transliterate.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import { pickStorage } from '../storage/placement.js';
+import { getApplicationSettings } from './application-settings.js';
 import { cachedLookup, type Deps } from './deps.js';
 import { Validation } from './errors.js';
 import {
@@ -33,7 +35,7 @@ import {
   PROJECT_NAME_MESSAGE,
   PROJECT_PATH_MESSAGE,
 } from './paths.js';
-import { fitsWithin } from './visibility.js';
+import { cappedBy, fitsWithin, restrictedVisibilityMessage, visibilityAllowedFor } from './visibility.js';
 import { withWriteLease } from './write-leases.js';
 
 export const DEFAULT_BRANCH = 'main';
@@ -243,16 +245,39 @@ function nameAndPath(input: ProjectInput): { name: string; path: string } {
 
 /**
  * The branch a new project starts on when none is asked for: the nearest group's default branch
- * setting (the group first, then its ancestors), else `main` (GitLab's Gitlab::DefaultBranch).
+ * setting (the group first, then its ancestors), else the instance's `default_branch_name`, else
+ * `main` (GitLab's Gitlab::DefaultBranch).
  */
-async function namespaceDefaultBranch(deps: Deps, namespace: Namespace): Promise<string> {
-  if (namespace.kind !== 'group') return DEFAULT_BRANCH;
+async function namespaceDefaultBranch(
+  deps: Deps,
+  namespace: Namespace,
+  instanceDefault: string | null,
+): Promise<string> {
+  const fallback = instanceDefault ? instanceDefault : DEFAULT_BRANCH;
+  if (namespace.kind !== 'group') return fallback;
   const chain = new Map((await findNamespacesByIds(deps.db, namespace.traversal_ids)).map((ns) => [ns.id, ns]));
   for (const id of [...namespace.traversal_ids].reverse()) {
     const branch = chain.get(id)?.default_branch;
     if (branch) return branch;
   }
-  return DEFAULT_BRANCH;
+  return fallback;
+}
+
+/**
+ * GitLab's `check_personal_projects_limit`: a project in a personal namespace counts against its
+ * creator's `projects_limit` (administrators included), reported on `limit_reached`.
+ */
+async function checkPersonalProjectsLimit(deps: Deps, creator: User): Promise<void> {
+  const limit = creator.projects_limit;
+  if (limit > 0 && (await countPersonalProjects(deps.db, creator.id)) < limit) return;
+  new Validation()
+    .add(
+      'limit_reached',
+      limit === 0
+        ? 'Personal project creation is not allowed. Please contact your administrator with questions'
+        : `Your project limit is ${limit} projects! Please contact your administrator to increase it`,
+    )
+    .throwIfAny();
 }
 
 /**
@@ -262,6 +287,18 @@ async function namespaceDefaultBranch(deps: Deps, namespace: Namespace): Promise
  */
 export async function createProject(deps: Deps, user: User, input: CreateProjectInput, namespace: Namespace) {
   const { name, path } = nameAndPath(input);
+  const settings = (await getApplicationSettings(deps)).values;
+  // Without a visibility the instance default applies, lowered to what the group allows.
+  const defaultVisibility = settings.default_project_visibility as Visibility;
+  const visibility =
+    input.visibility ??
+    (namespace.kind === 'group' ? cappedBy(defaultVisibility, namespace.visibility) : defaultVisibility);
+  // GitLab's create service refuses a restricted level before the model validates anything else.
+  if (!visibilityAllowedFor(user, visibility, settings.restricted_visibility_levels as string[])) {
+    throw validationError({ visibility_level: [restrictedVisibilityMessage(visibility)] });
+  }
+  // Then the personal projects limit, alone, before the model's own validations (as GitLab).
+  if (namespace.kind === 'user') await checkPersonalProjectsLimit(deps, user);
   const fields: ProjectInput = { ...input, name, path };
   const v = new Validation();
   const taken = {
@@ -272,7 +309,9 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
   v.throwIfAny();
   // GitLab uses `default_branch.presence`; a name git refuses fails the repository creation,
   // reported twice on `base` (once by the repository, once by the service that raised).
-  const defaultBranch = input.default_branch ? input.default_branch : await namespaceDefaultBranch(deps, namespace);
+  const defaultBranch = input.default_branch
+    ? input.default_branch
+    : await namespaceDefaultBranch(deps, namespace, settings.default_branch_name as string | null);
   if (!isValidBranchName(defaultBranch)) {
     throw validationError({ base: ['Failed to create repository', 'Failed to create repository'] });
   }
@@ -289,7 +328,7 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
         full_path: `${namespace.full_path}/${path}`,
         // GitLab leaves the description null when none is given.
         description: input.description ?? null,
-        visibility: input.visibility ?? 'private',
+        visibility,
         default_branch: defaultBranch,
         creator_id: user.id,
         repository_storage: storage,
@@ -367,9 +406,21 @@ function normaliseTopics(topics: string[]): string[] {
  * Applies a project update. Renaming the path moves the project's URL, not its repository. A new
  * default branch must exist; it becomes the repository's HEAD.
  */
-export async function updateProject(deps: Deps, project: Project, input: ProjectInput): Promise<Project> {
+export async function updateProject(
+  deps: Deps,
+  project: Project,
+  input: ProjectInput,
+  actor: Pick<User, 'admin'>,
+): Promise<Project> {
   const namespace = await findNamespaceById(deps.db, project.namespace_id);
   if (!namespace) throw notFound('Project');
+  // GitLab's valid_visibility_level_change?: only a change to a restricted level is refused.
+  if (input.visibility !== undefined && input.visibility !== project.visibility) {
+    const restricted = (await getApplicationSettings(deps)).values.restricted_visibility_levels as string[];
+    if (!visibilityAllowedFor(actor, input.visibility, restricted)) {
+      throw validationError({ visibility_level: [restrictedVisibilityMessage(input.visibility)] });
+    }
+  }
   const repoPath = deps.storages.repositoryPath(project.repository_storage, project.id);
   // GitLab checks the default branch before the model, and stops there when it cannot move HEAD.
   const newBranch =

@@ -100,6 +100,7 @@ export const SETTINGS: readonly SettingDefinition[] = [
   s('commit_email_hostname', null),
   i('container_registry_token_expire_delay', 5),
   b('deactivate_dormant_users', false),
+  i('deactivate_dormant_users_period', 90),
   s('default_artifacts_expire_in', '30 days'),
   s('default_branch_name', null),
   i('default_branch_protection', 2, { values: [0, 1, 2] }),

@@ -3,11 +3,16 @@ import type { PersonalAccessToken, User } from '../db/schema.js';
 import { unprocessable } from '../http/errors.js';
 import { addDays } from '../lib/clock.js';
 import { digestToken, generateToken } from '../lib/crypto.js';
+import { getApplicationSettings } from './application-settings.js';
 import { type Deps, today } from './deps.js';
 import { Validation } from './errors.js';
 
+/** The prefix of new personal access tokens unless the instance's `personal_access_token_prefix` sets one. */
 export const PAT_PREFIX = 'glpat-';
-/** Longest lifetime of a personal access token, and the default when none is given. */
+/**
+ * Longest lifetime of a personal access token, and the default when none is given; the
+ * instance's `max_personal_access_token_lifetime` (1–365 days) shortens both.
+ */
 export const PAT_MAX_LIFETIME_DAYS = 365;
 
 /** Scopes a personal access token may carry (GitLab's lib/gitlab/auth.rb, those Depot serves). */
@@ -51,19 +56,23 @@ export async function createPersonalAccessToken(
   input: CreateTokenInput,
 ): Promise<{ token: PersonalAccessToken; plaintext: string }> {
   const now = today(deps);
+  const settings = (await getApplicationSettings(deps)).values;
+  const lifetimeDays = (settings.max_personal_access_token_lifetime as number | null) ?? PAT_MAX_LIFETIME_DAYS;
+  const maxExpiry = addDays(now, Math.min(lifetimeDays, PAT_MAX_LIFETIME_DAYS));
   let expiresAt = input.expiresAt ?? null;
-  if (expiresAt === null && !input.allowNoExpiry) expiresAt = addDays(now, PAT_MAX_LIFETIME_DAYS);
+  if (expiresAt === null && !input.allowNoExpiry) expiresAt = maxExpiry;
   if (expiresAt !== null && expiresAt <= now) new Validation().add('expires_at', 'must be in the future').throwIfAny();
   const errors: string[] = [];
   if (input.name.trim() === '') errors.push("Name can't be blank");
   else if (input.name.length > 255) errors.push('Name is too long (maximum is 255 characters)');
   if (input.scopes.length === 0) errors.push("Scopes can't be blank");
-  const maxExpiry = addDays(now, PAT_MAX_LIFETIME_DAYS);
   if (expiresAt !== null && expiresAt > maxExpiry && !input.allowNoExpiry) {
     errors.push(`Expiration date must be before ${maxExpiry}`);
   }
   if (errors.length > 0) throw unprocessable(toSentence(errors));
-  const plaintext = input.plaintext ?? generateToken(PAT_PREFIX);
+  // Only new tokens carry the prefix: tokens are found by digest, so older ones keep working.
+  const prefix = (settings.personal_access_token_prefix as string | null) || PAT_PREFIX;
+  const plaintext = input.plaintext ?? generateToken(prefix);
   const at = deps.clock.now();
   const token = await insertPersonalAccessToken(deps.db, {
     user_id: user.id,

@@ -16,6 +16,7 @@ import {
 import type { NewUser, User, UserUpdate } from '../db/schema.js';
 import { conflict, notFound } from '../http/errors.js';
 import { hashPassword, randomPassword } from '../lib/crypto.js';
+import { getApplicationSettings } from './application-settings.js';
 import type { Deps } from './deps.js';
 import { Validation } from './errors.js';
 import { EMAIL_FORMAT, isReservedTopLevel, isValidPath, PATH_FORMAT_MESSAGE } from './paths.js';
@@ -122,9 +123,13 @@ export async function createUser(deps: Deps, input: CreateUserInput, createdBy: 
   const password = input.password ?? (input.randomPassword ? randomPassword() : undefined);
   const digest = password === undefined ? null : await hashPassword(password);
   const now = deps.clock.now();
+  // A new user's limit is the instance's `default_projects_limit` unless one is given.
+  const projectsLimit =
+    input.projects_limit ?? ((await getApplicationSettings(deps)).values.default_projects_limit as number);
   const values: NewUser = {
     ...profileColumns(input),
     ...adminColumns(input),
+    projects_limit: projectsLimit,
     username: input.username,
     email: input.email,
     name: input.name,

@@ -5,6 +5,7 @@ import type { AppContext, AppState } from '../http/context.js';
 import { ApiError } from '../http/errors.js';
 import { getApplicationSettings } from '../services/application-settings.js';
 import { ACCOUNT_LOCKED_MESSAGE, checkUserPassword } from '../services/password-auth.js';
+import { reactivateOnSignIn } from '../services/user-activity.js';
 import { field, formBody, parseForm } from './forms.js';
 import { errorAlert, html, sendPage } from './html.js';
 import { currentSession, ensureSession, safeReturnPath, signIn, signOut, validCsrf } from './session.js';
@@ -65,10 +66,10 @@ ${signUp ? html`<p>Don't have an account yet? <a href="/users/sign_up">Register 
 async function checkPassword(ctx: AppContext, login: string, password: string) {
   const db = ctx.state.deps.db;
   const user = login.includes('@') ? await findUserByEmail(db, login) : await findUserByIdOrUsername(db, login);
-  const checked = await checkUserPassword(ctx.state.deps, user, password);
+  const checked = await checkUserPassword(ctx.state.deps, user, password, { count: true, allowDeactivated: true });
   if (!checked.ok) return { error: checked.reason === 'locked' ? SIGN_IN_MESSAGES.locked : SIGN_IN_MESSAGES.invalid };
   if (checked.user.two_factor_enabled) return { error: SIGN_IN_MESSAGES.twoFactor };
-  return { user: checked.user };
+  return { user: await reactivateOnSignIn(ctx.state.deps, checked.user) };
 }
 
 /** `/users/sign_in` (password sign-in, back to the page that asked) and `/users/sign_out`. */

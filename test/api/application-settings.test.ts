@@ -44,6 +44,7 @@ const STRING_SAMPLES: Record<string, string> = {
   default_artifacts_expire_in: '7 days',
   archive_builds_in_human_readable: '2 days',
   personal_access_token_prefix: 'xyz-',
+  default_branch_name: 'trunk',
   eks_account_id: '123456789012',
   eks_access_key_id: 'AKIAEXAMPLEKEY1234',
   commit_email_hostname: 'users.noreply.example.com',

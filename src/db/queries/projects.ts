@@ -91,6 +91,18 @@ export async function deleteProject(db: Db, id: number): Promise<void> {
   await db.deleteFrom('projects').where('id', '=', id).execute();
 }
 
+/** How many projects live in a user's personal namespace (GitLab's `personal_projects_count`). */
+export async function countPersonalProjects(db: Db, userId: number): Promise<number> {
+  const row = await db
+    .selectFrom('projects')
+    .innerJoin('namespaces', 'namespaces.id', 'projects.namespace_id')
+    .where('namespaces.kind', '=', 'user')
+    .where('namespaces.owner_id', '=', userId)
+    .select(sql<number>`count(*)::int`.as('n'))
+    .executeTakeFirstOrThrow();
+  return row.n;
+}
+
 export async function countProjectsInSubtree(db: Db, namespaceId: number): Promise<number> {
   const row = await db
     .selectFrom('projects as p')

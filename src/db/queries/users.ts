@@ -180,3 +180,51 @@ export async function resetFailedPasswordAttempts(db: Db, userId: number, locked
     RETURNING id`.execute(db);
   return rows.length > 0;
 }
+
+/** Records a day of activity (GitLab's `last_activity_on`); a no-op when the day is already set. */
+export async function touchUserActivity(db: Db, id: number, day: string): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({ last_activity_on: day })
+    .where('id', '=', id)
+    .where(sql<boolean>`last_activity_on IS DISTINCT FROM ${day}::date`)
+    .execute();
+}
+
+/**
+ * Deactivates, in one statement, active human users who are not administrators and were last
+ * active on `lastActiveBy` or before, or never active and created on `createdBy` or before
+ * (GitLab's `User.dormant` and `User.with_no_activity`). Returns the ids it deactivated.
+ */
+export async function deactivateDormantUsers(
+  db: Db,
+  cutoff: { lastActiveBy: string; createdBy: string },
+  now: Date,
+): Promise<number[]> {
+  const rows = await db
+    .updateTable('users')
+    .set({ state: 'deactivated', updated_at: now })
+    .where('state', '=', 'active')
+    .where('admin', '=', false)
+    .where('bot', '=', false)
+    .where((eb) =>
+      eb.or([
+        eb('last_activity_on', '<=', cutoff.lastActiveBy),
+        eb.and([eb('last_activity_on', 'is', null), sql<boolean>`created_at::date <= ${cutoff.createdBy}::date`]),
+      ]),
+    )
+    .returning('id')
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** Makes a deactivated user active again; undefined when the user was not deactivated. */
+export function reactivateUser(db: Db, id: number, now: Date): Promise<User | undefined> {
+  return db
+    .updateTable('users')
+    .set({ state: 'active', updated_at: now })
+    .where('id', '=', id)
+    .where('state', '=', 'deactivated')
+    .returningAll()
+    .executeTakeFirst();
+}
