@@ -120,6 +120,8 @@ export interface ProjectsTable {
   lfs_enabled: Generated<boolean>;
   /** Raised with every LFS object linked to the project (archives depend on the set). */
   lfs_objects_version: Generated<number>;
+  /** GitLab's default_branch_protection level when the project was created (0, 1 or 2). */
+  default_branch_protection: Generated<number>;
   features: Json<ProjectFeatures>;
   topics: Json<string[]>;
   settings: Json<Record<string, unknown>>;

@@ -68,6 +68,7 @@ export function runService(
 
 /**
  * Our receive hooks. pre-receive enforces the default branch's protection from DEPOT_* variables
+ * (DEPOT_DEFAULT_BRANCH_PROTECTED=0 for GitLab's protection level "none": only deletion refused)
  * the server sets for the pusher (git runs it with the pushed objects in quarantine, so
  * `merge-base --is-ancestor` sees them); a refused update stops the whole push. post-receive
  * appends the updated refs to DEPOT_PUSH_LOG, which the server reads to record push events.
@@ -83,6 +84,8 @@ while read -r old new ref; do
     "refs/heads/$DEPOT_DEFAULT_BRANCH")
       if [ "$deleting" = 1 ]; then
         echo "The default branch of a project cannot be deleted." >&2; status=1
+      elif [ "$DEPOT_DEFAULT_BRANCH_PROTECTED" != 1 ]; then
+        :
       elif [ "$DEPOT_CAN_PUSH_PROTECTED" != 1 ]; then
         echo "You are not allowed to push code to protected branches on this project." >&2; status=1
       elif [ "$creating" = 0 ] && ! git merge-base --is-ancestor "$old" "$new" 2>/dev/null; then

@@ -1,5 +1,6 @@
 import type { Project } from '../db/schema.js';
 import type { Commit } from '../git/commit.js';
+import { DefaultBranchProtection, isProtectedBranch } from '../policies/branch-protection.js';
 import { presentCommit } from './commit.js';
 import type { PresentContext } from './user.js';
 
@@ -7,19 +8,26 @@ export interface BranchView {
   name: string;
   commit: Commit;
   merged: boolean;
-  /** The default branch, protected as GitLab protects it by default. */
   isDefault: boolean;
   canPush: boolean;
 }
 
-/** GitLab's Branch entity. Only the default branch is protected (maintainers push, nobody forces). */
-export function presentBranch(view: BranchView, project: Pick<Project, 'full_path'>, pc: PresentContext) {
+/**
+ * GitLab's Branch entity. Only the default branch is protected, as the project's
+ * default_branch_protection says (src/policies/branch-protection.ts).
+ */
+export function presentBranch(
+  view: BranchView,
+  project: Pick<Project, 'full_path' | 'default_branch' | 'default_branch_protection'>,
+  pc: PresentContext,
+) {
+  const isProtected = isProtectedBranch(project, view.name);
   return {
     name: view.name,
     commit: presentCommit(view.commit, project, pc),
     merged: view.merged,
-    protected: view.isDefault,
-    developers_can_push: false,
+    protected: isProtected,
+    developers_can_push: isProtected && project.default_branch_protection === DefaultBranchProtection.developersCanPush,
     developers_can_merge: false,
     can_push: view.canPush,
     default: view.isDefault,

@@ -24,6 +24,7 @@ import { purgeCachedArchivesLater } from '../jobs/archive-cache.js';
 import { toDbId } from '../lib/ids.js';
 import { transliterate } from '../lib/transliterate.js';
 import { AccessLevel } from '../policies/access-levels.js';
+import { DefaultBranchProtection } from '../policies/branch-protection.js';
 import { pickStorage } from '../storage/placement.js';
 import { getApplicationSettings } from './application-settings.js';
 import { cachedLookup, type Deps } from './deps.js';
@@ -316,6 +317,7 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
     throw validationError({ base: ['Failed to create repository', 'Failed to create repository'] });
   }
   const storage = input.repositoryStorage ?? (await pickStorage(deps));
+  const settings = await getApplicationSettings(deps);
   const now = deps.clock.now();
   const features = { ...defaultFeatures(), ...input.features };
   let repoPath: string | undefined;
@@ -330,6 +332,8 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
         description: input.description ?? null,
         visibility,
         default_branch: defaultBranch,
+        // GitLab protects the default branch as the instance says when the project is created.
+        default_branch_protection: Number(settings.values.default_branch_protection ?? DefaultBranchProtection.full),
         creator_id: user.id,
         repository_storage: storage,
         request_access_enabled: input.request_access_enabled ?? true,

@@ -20,6 +20,7 @@ import type { AppContext, AppState } from '../http/context.js';
 import { ApiError } from '../http/errors.js';
 import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
+import { isProtectedBranch, pushLevelFor } from '../policies/branch-protection.js';
 import { resolveActor, type ScopeRule } from '../services/auth.js';
 import type { Deps } from '../services/deps.js';
 import {
@@ -215,13 +216,16 @@ async function serve(ctx: AppContext, access: GitAccess, service: GitService): P
   try {
     // Our hooks enforce protection; post-receive tells us what changed.
     logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
-    const canAdmin = access.policy.level >= AccessLevel.MAINTAINER;
+    const { project } = access;
+    const defaultBranch = project.default_branch ?? '';
+    const canPushDefault = access.policy.level >= pushLevelFor(project, defaultBranch);
     git = runService(access.gitDir, service, requestBody(ctx), {
       protocol,
       config: { 'core.hooksPath': receiveHooksDir() },
       env: {
-        DEPOT_DEFAULT_BRANCH: access.project.default_branch ?? '',
-        DEPOT_CAN_PUSH_PROTECTED: canAdmin ? '1' : '0',
+        DEPOT_DEFAULT_BRANCH: defaultBranch,
+        DEPOT_DEFAULT_BRANCH_PROTECTED: isProtectedBranch(project, defaultBranch) ? '1' : '0',
+        DEPOT_CAN_PUSH_PROTECTED: canPushDefault ? '1' : '0',
         DEPOT_PUSH_LOG: path.join(logDir, 'refs'),
       },
     });
