@@ -317,7 +317,6 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
     throw validationError({ base: ['Failed to create repository', 'Failed to create repository'] });
   }
   const storage = input.repositoryStorage ?? (await pickStorage(deps));
-  const settings = await getApplicationSettings(deps);
   const now = deps.clock.now();
   const features = { ...defaultFeatures(), ...input.features };
   let repoPath: string | undefined;
@@ -333,7 +332,7 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
         visibility,
         default_branch: defaultBranch,
         // GitLab protects the default branch as the instance says when the project is created.
-        default_branch_protection: Number(settings.values.default_branch_protection ?? DefaultBranchProtection.full),
+        default_branch_protection: Number(settings.default_branch_protection ?? DefaultBranchProtection.full),
         creator_id: user.id,
         repository_storage: storage,
         request_access_enabled: input.request_access_enabled ?? true,

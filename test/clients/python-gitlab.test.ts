@@ -154,6 +154,21 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('application settings, plan limits and the audit trail', async () => {
+    const out = await flow('settings.py');
+    expect(out).toEqual({
+      defaults: [100000, 'private', true],
+      changed: [7, 'internal'],
+      refused: ['GitlabUpdateError', 400],
+      unchanged: [7, 'internal'],
+      project_visibility: 'internal',
+      npm_limit: 524288000,
+      npm_changed: 1048576,
+      unknown_plan: ['GitlabHttpError', 400],
+      audited: true,
+    });
+  });
+
   describe.skipIf(lacks(GITLAB_CLI))('the command line', () => {
     let config: string;
     let project: { id: number; path_with_namespace: string };
