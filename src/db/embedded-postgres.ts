@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
+import { processAlive } from '../lib/process-alive.js';
 import { withDatabase } from './database.js';
 
 /**
@@ -128,15 +129,6 @@ function reachable(identity: Identity | undefined, dir: string, binary?: string)
     spawnSync(command, args, { ...identity, stdio: 'ignore' }).status === 0;
   return run('test', ['-x', dir]) && (binary === undefined || run(binary, ['--version']));
 }
-
-const processAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 /** A PostgreSQL server process (where /proc says so; elsewhere any live process counts). */
 function isPostgres(pid: number): boolean {

@@ -2,6 +2,7 @@ import os from 'node:os';
 import { type Kysely, sql } from 'kysely';
 import type { Db } from '../db/database.js';
 import type { DB, Job, JobState } from '../db/schema.js';
+import { processAlive } from '../lib/process-alive.js';
 
 /**
  * The durable job queue (DESIGN.md §1): jobs are rows, claimed with `FOR UPDATE SKIP LOCKED`
@@ -129,15 +130,6 @@ export async function requeueJob(
     .where('locked_by', '=', workerId)
     .execute();
 }
-
-const processAlive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-};
 
 /**
  * Makes jobs of dead workers claimable at once instead of after the lease: every running job

@@ -1,16 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { processAlive } from './process-alive.js';
 
 export class LockedError extends Error {}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Takes an exclusive lock file holding this process id. A lock left by a process that is gone

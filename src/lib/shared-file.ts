@@ -4,6 +4,7 @@ import fs, { type FileHandle } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable, Writable } from 'node:stream';
+import { processAlive } from './process-alive.js';
 
 /**
  * A file made once and read by many, across server processes that share a directory: the first
@@ -60,15 +61,6 @@ export interface SharedFileOptions {
 
 const errorCode = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return errorCode(error) === 'EPERM';
-  }
-}
 
 /** Whether a claim's producer can still be running: its heartbeat is fresh and, on this host, it lives. */
 function claimAlive(claim: Claim, touchedMs: number): boolean {

@@ -12,6 +12,7 @@ import {
 import type { Project } from '../db/schema.js';
 import { removeWriteLeftovers } from '../git/locks.js';
 import { forbidden } from '../http/errors.js';
+import { processAlive } from '../lib/process-alive.js';
 import type { Deps } from './deps.js';
 
 /** GitLab's refusal of a write while a storage move holds the repository. */
@@ -94,15 +95,6 @@ export function leasedWrite<A extends unknown[], R>(
   write: (deps: Deps, project: Project, ...rest: A) => Promise<R>,
 ): (deps: Deps, project: Project, ...rest: A) => Promise<R> {
   return (deps, project, ...rest) => withWriteLease(deps, project, 'api', () => write(deps, project, ...rest));
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A lease whose holder cannot still be writing: not renewed for long, or a dead process of this host. */

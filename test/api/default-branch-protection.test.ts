@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeProjectMember, makeSampleProject, makeToken } from '../support/factories.js';
+import { makeAdmin, makeProjectMember, makeSampleProject, makeToken, putSettings } from '../support/factories.js';
 import { remoteUrl, runGitClient } from '../support/git-client.js';
 
 /**
@@ -29,13 +29,9 @@ afterAll(async () => {
 });
 
 const setProtection = async (level: number) => {
-  const res = await app.request('/application/settings', {
-    method: 'PUT',
-    token: adminToken,
-    body: { default_branch_protection: level },
-  });
-  expect(res.status).toBe(200);
-  expect(res.body.default_branch_protection).toBe(level);
+  expect((await putSettings(app, adminToken, { default_branch_protection: level })).default_branch_protection).toBe(
+    level,
+  );
 };
 
 const commitAs = (project: Project, token: string, file: string) =>

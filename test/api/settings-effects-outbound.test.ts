@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type Dial, type Lookup, OutboundBlockedError, outboundRequest } from '../../src/lib/outbound/index.js';
 import { outboundOptions } from '../../src/services/outbound.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeToken } from '../support/factories.js';
+import { makeAdmin, makeToken, putSettings, resetSettings } from '../support/factories.js';
 
 // The guard reads the application settings as they are now: an administrator's PUT changes what
 // the next outbound request may reach, against a server this file starts on loopback.
@@ -27,13 +27,10 @@ afterAll(async () => {
   await app?.close();
 });
 beforeEach(async () => {
-  await app.deps.db.deleteFrom('application_settings').where('key', '<>', 'instance').execute();
+  await resetSettings(app);
 });
 
-async function put(body: Record<string, unknown>) {
-  const res = await app.request('/application/settings', { method: 'PUT', token: adminToken, body });
-  expect(res.status, res.text).toBe(200);
-}
+const put = (body: Record<string, unknown>) => putSettings(app, adminToken, body);
 
 /** 'reached', or the guard's refusal message. */
 async function attempt(purpose: 'web_hooks_and_services' | 'system_hooks', url = `http://127.0.0.1:${port}/`) {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeGroup, makeToken, makeUserWithToken } from '../support/factories.js';
+import { makeAdmin, makeGroup, makeToken, makeUserWithToken, resetSettings } from '../support/factories.js';
 import { remoteUrl, runGitClient } from '../support/git-client.js';
 
 /**
@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 /** Each test starts from GitLab's defaults. */
 beforeEach(async () => {
-  await app.deps.db.deleteFrom('application_settings').where('key', '<>', 'instance').execute();
+  await resetSettings(app);
   await app.request('/application/settings', { token: adminToken }); // reloads the cache
 });
 

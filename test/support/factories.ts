@@ -1,5 +1,5 @@
 import fs from 'node:fs/promises';
-import { inject } from 'vitest';
+import { expect, inject } from 'vitest';
 import { insertMember } from '../../src/db/queries/members.js';
 import { findUserNamespace } from '../../src/db/queries/namespaces.js';
 import type { MemberSource, Namespace, Project, User, Visibility } from '../../src/db/schema.js';
@@ -171,4 +171,16 @@ export async function makePersonas(
   const admin = await makeUserWithToken(app, { admin: true });
   personas.push({ name: 'admin', ...admin });
   return personas;
+}
+
+/** Changes application settings as an administrator; anything but 200 fails the test. */
+export async function putSettings(app: TestApp, adminToken: string, body: Record<string, unknown>) {
+  const res = await app.request('/application/settings', { method: 'PUT', token: adminToken, body });
+  expect(res.status, res.text).toBe(200);
+  return res.body;
+}
+
+/** Every application setting back to its default (the instance's own row stays). */
+export async function resetSettings(app: TestApp): Promise<void> {
+  await app.deps.db.deleteFrom('application_settings').where('key', '<>', 'instance').execute();
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeToken, makeUser } from '../support/factories.js';
+import { makeAdmin, makeToken, makeUser, putSettings, resetSettings } from '../support/factories.js';
 import { WebClient } from '../support/web-client.js';
 
 // The application settings that govern the web pages, each changed by an administrator's PUT and
@@ -23,13 +23,10 @@ afterAll(async () => {
   await app?.close();
 });
 beforeEach(async () => {
-  await app.deps.db.deleteFrom('application_settings').where('key', '<>', 'instance').execute();
+  await resetSettings(app);
 });
 
-async function put(body: Record<string, unknown>) {
-  const res = await app.request('/application/settings', { method: 'PUT', token: adminToken, body });
-  expect(res.status, res.text).toBe(200);
-}
+const put = (body: Record<string, unknown>) => putSettings(app, adminToken, body);
 
 async function signedIn(who: User): Promise<WebClient> {
   const browser = new WebClient(app);

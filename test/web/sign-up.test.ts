@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { emailDomainMatches } from '../../src/services/sign-up.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeToken } from '../support/factories.js';
+import { makeAdmin, makeToken, putSettings, resetSettings } from '../support/factories.js';
 import { WebClient } from '../support/web-client.js';
 
 // Self sign-up at /users/sign_up, governed by signup_enabled, the domain allowlist and denylist,
@@ -20,13 +20,10 @@ afterAll(async () => {
   await app?.close();
 });
 beforeEach(async () => {
-  await app.deps.db.deleteFrom('application_settings').where('key', '<>', 'instance').execute();
+  await resetSettings(app);
 });
 
-async function put(body: Record<string, unknown>) {
-  const res = await app.request('/application/settings', { method: 'PUT', token: adminToken, body });
-  expect(res.status, res.text).toBe(200);
-}
+const put = (body: Record<string, unknown>) => putSettings(app, adminToken, body);
 
 /** Fills in and sends the sign-up form as a browser does. */
 async function register(fields: { email?: string; username?: string; password?: string; first?: string } = {}) {
