@@ -3,7 +3,7 @@ import type { Db } from '../db/database.js';
 import type { DB } from '../db/schema.js';
 import { archiveCache } from '../storage/archive-cache.js';
 import { enqueueJob } from './queue.js';
-import { databaseNow, type RecurringSchedule, scheduleNextRun } from './recurring.js';
+import { queueNextRun, type RecurringSchedule, recurringJob } from './recurring.js';
 import type { JobKind } from './worker.js';
 
 /** GitLab's RepositoryArchiveCacheWorker runs at minute 0 of every hour (cron `0 * * * *`). */
@@ -11,24 +11,21 @@ export const ARCHIVE_CACHE_CLEANUP_SCHEDULE: RecurringSchedule = { kind: 'archiv
 export const ARCHIVE_CACHE_PURGE_JOB = 'archive_cache_purge';
 
 /** Deletes cached archives older than two hours and what crashed generations left, then queues the next hour's run. */
-export const archiveCacheCleanupJob: JobKind = {
-  kind: ARCHIVE_CACHE_CLEANUP_SCHEDULE.kind,
-  forgetDone: true,
-  async run(ctx) {
+export const archiveCacheCleanupJob = recurringJob(
+  ARCHIVE_CACHE_CLEANUP_SCHEDULE,
+  async (ctx) => {
     const removed = await archiveCache(ctx.deps.config).sweep(ctx.deps.clock.now());
     ctx.log.info({ removed }, 'old cached archives deleted');
-    await scheduleNextRun(ctx.deps.db, ARCHIVE_CACHE_CLEANUP_SCHEDULE, await databaseNow(ctx.deps.db));
   },
-  // A failed hour must not end the chain of runs.
-  async giveUp(ctx) {
-    await scheduleNextRun(ctx.deps.db, ARCHIVE_CACHE_CLEANUP_SCHEDULE, await databaseNow(ctx.deps.db));
+  {
+    forgetDone: true,
+    // Every worker start makes sure the next run is queued (idempotent): the chain starts itself.
+    async recover(deps) {
+      await queueNextRun(deps, ARCHIVE_CACHE_CLEANUP_SCHEDULE);
+      return 0;
+    },
   },
-  // Every worker start makes sure the next run is queued (idempotent): the chain starts itself.
-  async recover(deps) {
-    await scheduleNextRun(deps.db, ARCHIVE_CACHE_CLEANUP_SCHEDULE, await databaseNow(deps.db));
-    return 0;
-  },
-};
+);
 
 /** Deletes the cached archives of deleted projects. */
 export const archiveCachePurgeJob: JobKind = {

@@ -1,7 +1,6 @@
 import type { Deps } from '../services/deps.js';
 import { DORMANT_USERS_HOUR_UTC, DORMANT_USERS_MINUTE_UTC, deactivateDormantUsers } from '../services/user-activity.js';
-import { databaseNow, type RecurringSchedule, scheduleNextRun } from './recurring.js';
-import type { JobKind } from './worker.js';
+import { databaseNow, type RecurringSchedule, recurringJob, scheduleNextRun } from './recurring.js';
 
 export const DORMANT_USERS_SCHEDULE: RecurringSchedule = {
   kind: 'deactivate_dormant_users',
@@ -13,18 +12,10 @@ export const DORMANT_USERS_SCHEDULE: RecurringSchedule = {
  * Deactivates dormant users when the instance asks for it (the setting is read on each run, so
  * turning it on or off needs no restart), then queues tomorrow's run.
  */
-export const dormantUsersJob: JobKind = {
-  kind: DORMANT_USERS_SCHEDULE.kind,
-  async run(ctx) {
-    const deactivated = await deactivateDormantUsers(ctx.deps);
-    ctx.log.info({ deactivated }, 'dormant users checked');
-    await scheduleNextRun(ctx.deps.db, DORMANT_USERS_SCHEDULE, await databaseNow(ctx.deps.db));
-  },
-  // A failed day must not end the chain of daily runs.
-  async giveUp(ctx) {
-    await scheduleNextRun(ctx.deps.db, DORMANT_USERS_SCHEDULE, await databaseNow(ctx.deps.db));
-  },
-};
+export const dormantUsersJob = recurringJob(DORMANT_USERS_SCHEDULE, async (ctx) => {
+  const deactivated = await deactivateDormantUsers(ctx.deps);
+  ctx.log.info({ deactivated }, 'dormant users checked');
+});
 
 /** Queues the first run of the dormant-user job (idempotent; called when the server starts). */
 export async function scheduleDormantUsersJob(deps: Deps): Promise<void> {

@@ -1,8 +1,7 @@
 import { BILLABLE_REFRESH_HOUR_UTC, refreshAllBillableMembers } from '../services/billable-members.js';
 import type { Deps } from '../services/deps.js';
 import { MEMBER_EXPIRY_HOUR_UTC, MEMBER_EXPIRY_MINUTE_UTC, removeExpiredMembers } from '../services/member-expiry.js';
-import { databaseNow, type RecurringSchedule, scheduleNextRun } from './recurring.js';
-import type { JobKind } from './worker.js';
+import { databaseNow, type RecurringSchedule, recurringJob, scheduleNextRun } from './recurring.js';
 
 export const BILLABLE_REFRESH_SCHEDULE: RecurringSchedule = {
   kind: 'billable_members_refresh',
@@ -17,31 +16,16 @@ export const MEMBER_EXPIRY_SCHEDULE: RecurringSchedule = {
 };
 
 /** Rebuilds every top-level group's billable-member list, then queues tomorrow's run. */
-export const billableMembersRefreshJob: JobKind = {
-  kind: BILLABLE_REFRESH_SCHEDULE.kind,
-  async run(ctx) {
-    const groups = await refreshAllBillableMembers(ctx.deps);
-    ctx.log.info({ groups }, 'billable members refreshed');
-    await scheduleNextRun(ctx.deps.db, BILLABLE_REFRESH_SCHEDULE, await databaseNow(ctx.deps.db));
-  },
-  // A failed day must not end the chain of daily runs.
-  async giveUp(ctx) {
-    await scheduleNextRun(ctx.deps.db, BILLABLE_REFRESH_SCHEDULE, await databaseNow(ctx.deps.db));
-  },
-};
+export const billableMembersRefreshJob = recurringJob(BILLABLE_REFRESH_SCHEDULE, async (ctx) => {
+  const groups = await refreshAllBillableMembers(ctx.deps);
+  ctx.log.info({ groups }, 'billable members refreshed');
+});
 
 /** Removes expired memberships (with `expired` events), then queues tomorrow's run. */
-export const memberExpiryJob: JobKind = {
-  kind: MEMBER_EXPIRY_SCHEDULE.kind,
-  async run(ctx) {
-    const removed = await removeExpiredMembers(ctx.deps, ctx.signal);
-    ctx.log.info({ removed }, 'expired memberships removed');
-    await scheduleNextRun(ctx.deps.db, MEMBER_EXPIRY_SCHEDULE, await databaseNow(ctx.deps.db));
-  },
-  async giveUp(ctx) {
-    await scheduleNextRun(ctx.deps.db, MEMBER_EXPIRY_SCHEDULE, await databaseNow(ctx.deps.db));
-  },
-};
+export const memberExpiryJob = recurringJob(MEMBER_EXPIRY_SCHEDULE, async (ctx) => {
+  const removed = await removeExpiredMembers(ctx.deps, ctx.signal);
+  ctx.log.info({ removed }, 'expired memberships removed');
+});
 
 /** Queues the first run of the members' daily jobs (idempotent; called when the server starts). */
 export async function scheduleMemberJobs(deps: Deps): Promise<void> {

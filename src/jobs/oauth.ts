@@ -1,7 +1,6 @@
 import type { Deps } from '../services/deps.js';
 import { OAUTH_PRUNE_HOUR_UTC, OAUTH_PRUNE_MINUTE_UTC, pruneOauthRecords } from '../services/oauth-pruning.js';
-import { databaseNow, type RecurringSchedule, scheduleNextRun } from './recurring.js';
-import type { JobKind } from './worker.js';
+import { databaseNow, type RecurringSchedule, recurringJob, scheduleNextRun } from './recurring.js';
 
 export const OAUTH_PRUNE_SCHEDULE: RecurringSchedule = {
   kind: 'oauth_prune',
@@ -10,18 +9,10 @@ export const OAUTH_PRUNE_SCHEDULE: RecurringSchedule = {
 };
 
 /** Deletes expired authorization codes and dead revoked tokens, then queues tomorrow's run. */
-export const oauthPruneJob: JobKind = {
-  kind: OAUTH_PRUNE_SCHEDULE.kind,
-  async run(ctx) {
-    const pruned = await pruneOauthRecords(ctx.deps, ctx.signal);
-    ctx.log.info(pruned, 'expired OAuth grants and dead tokens deleted');
-    await scheduleNextRun(ctx.deps.db, OAUTH_PRUNE_SCHEDULE, await databaseNow(ctx.deps.db));
-  },
-  // A failed day must not end the chain of daily runs.
-  async giveUp(ctx) {
-    await scheduleNextRun(ctx.deps.db, OAUTH_PRUNE_SCHEDULE, await databaseNow(ctx.deps.db));
-  },
-};
+export const oauthPruneJob = recurringJob(OAUTH_PRUNE_SCHEDULE, async (ctx) => {
+  const pruned = await pruneOauthRecords(ctx.deps, ctx.signal);
+  ctx.log.info(pruned, 'expired OAuth grants and dead tokens deleted');
+});
 
 /** Queues the first run of the OAuth pruning job (idempotent; called when the server starts). */
 export async function scheduleOauthJobs(deps: Deps): Promise<void> {

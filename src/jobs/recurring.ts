@@ -1,5 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
+import type { Deps } from '../services/deps.js';
+import type { JobContext, JobKind } from './worker.js';
 
 /**
  * A job that runs every day at a fixed UTC time, or every hour at a fixed minute when it has no
@@ -39,6 +41,34 @@ export async function scheduleNextRun(db: Db, schedule: RecurringSchedule, now: 
   await sql`INSERT INTO jobs (kind, payload, run_at, max_attempts)
     SELECT ${schedule.kind}, ${JSON.stringify({ recurring: true })}::jsonb, ${runAt}, 3
     WHERE NOT EXISTS (SELECT 1 FROM jobs WHERE kind = ${schedule.kind} AND state = 'queued')`.execute(db);
+}
+
+/** Queues the next run of `schedule` after the database's current time (idempotent). */
+export async function queueNextRun(deps: Pick<Deps, 'db'>, schedule: RecurringSchedule): Promise<void> {
+  await scheduleNextRun(deps.db, schedule, await databaseNow(deps.db));
+}
+
+/**
+ * The job kind of a recurring schedule: `work`, then the next run is queued; a run that gives up
+ * queues the next one too, so a failed day (or hour) does not end the chain. `options` adds
+ * the kind's other hooks (`forgetDone`, `recover`).
+ */
+export function recurringJob(
+  schedule: RecurringSchedule,
+  work: (ctx: JobContext) => Promise<void>,
+  options: Omit<JobKind, 'kind' | 'run' | 'giveUp'> = {},
+): JobKind {
+  return {
+    ...options,
+    kind: schedule.kind,
+    async run(ctx) {
+      await work(ctx);
+      await queueNextRun(ctx.deps, schedule);
+    },
+    async giveUp(ctx) {
+      await queueNextRun(ctx.deps, schedule);
+    },
+  };
 }
 
 /** The database's current time (job run times are compared with it). */
