@@ -17,27 +17,11 @@ import { INLINE_BLOB_BYTES } from '../src/git/blob.js';
 import { gitEnvironment } from '../src/git/command.js';
 import { Storages } from '../src/storage/storages.js';
 import { benchRepository } from './fixtures/repositories.js';
-import { benchApi, type Measurement, measurement, median, startDepotServer, stop } from './harness.js';
+import { benchApi, type Measurement, measurement, median, startDepotServer, stop, treeRss } from './harness.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 5);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CONNECTIONS = 50;
-
-/** Resident anonymous memory of a process and its descendants (see repository.ts). */
-function treeRss(pid: number): number {
-  let total = 0;
-  try {
-    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-    total += Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
-    for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
-      const children = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
-      for (const child of children ? children.split(' ') : []) total += treeRss(Number(child));
-    }
-  } catch {
-    // the process ended while we read it
-  }
-  return total;
-}
 
 /** Samples until stopped: the peak memory growth of the server's tree (MiB) and the `git archive` pids seen. */
 function sampler(serverPid: number, storage: string) {

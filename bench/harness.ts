@@ -168,3 +168,35 @@ export async function benchApi(api: string, method: string, route: string, body?
   if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${text}`);
   return text === '' ? undefined : JSON.parse(text);
 }
+
+/** A process and all its descendants, from /proc (Linux). */
+export function processTree(pid: number): number[] {
+  const pids = [pid];
+  try {
+    for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
+      const children = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
+      for (const child of children ? children.split(' ') : []) pids.push(...processTree(Number(child)));
+    }
+  } catch {
+    // the process ended while it was read
+  }
+  return pids;
+}
+
+/**
+ * Anonymous resident memory (heap, stacks, buffers) of a process and all its descendants, in
+ * bytes (Linux /proc RssAnon). File-backed pages are left out: git maps pack files, and those
+ * pages are the kernel's evictable page cache, not memory the server holds.
+ */
+export function treeRss(pid: number): number {
+  let total = 0;
+  for (const member of processTree(pid)) {
+    try {
+      const status = fs.readFileSync(`/proc/${member}/status`, 'utf8');
+      total += Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
+    } catch {
+      // ended while read
+    }
+  }
+  return total;
+}

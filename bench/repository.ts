@@ -21,6 +21,7 @@ import {
   spawnTs,
   startDepotServer,
   stop,
+  treeRss,
   waitFor,
 } from './harness.js';
 
@@ -29,26 +30,6 @@ const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 /** BENCH_ONLY=archive,raw,rps,history,loop runs only those sections. */
 const ONLY = new Set((process.env.BENCH_ONLY ?? 'archive,raw,rps,history,loop').split(','));
-
-/**
- * Anonymous resident memory (heap, stacks, buffers) of a process and all its descendants, in
- * bytes (Linux /proc RssAnon). File-backed pages are left out: git maps pack files, and those
- * pages are the kernel's evictable page cache, not memory the server holds.
- */
-function treeRss(pid: number): number {
-  let total = 0;
-  try {
-    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-    total += Number(/RssAnon:\s+(\d+)/.exec(status)?.[1] ?? 0) * 1024;
-    for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
-      const children = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
-      for (const child of children ? children.split(' ') : []) total += treeRss(Number(child));
-    }
-  } catch {
-    // the process ended while we read it
-  }
-  return total;
-}
 
 /** Samples a process tree's RSS until stopped; returns the peak growth over the first sample. */
 function memorySampler(pid: number) {

@@ -9,7 +9,17 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { BENCH_TOKEN, freePort, type Measurement, measurement, median, spawnTs, stop, waitFor } from './harness.js';
+import {
+  BENCH_TOKEN,
+  freePort,
+  type Measurement,
+  measurement,
+  median,
+  processTree,
+  spawnTs,
+  stop,
+  waitFor,
+} from './harness.js';
 
 const DURATION_S = Number(process.env.BENCH_DURATION ?? 8);
 const CONNECTIONS = 50;
@@ -56,20 +66,6 @@ async function rate(url: string, headers: Record<string, string> = {}): Promise<
   if (result.non2xx > 0 || result.errors > 0)
     throw new Error(`${url}: ${result.non2xx} non-2xx, ${result.errors} errors`);
   return result.requests.average;
-}
-
-/** A process and all its descendants, from /proc. */
-function processTree(pid: number): number[] {
-  const pids = [pid];
-  try {
-    for (const task of fs.readdirSync(`/proc/${pid}/task`)) {
-      const children = fs.readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').trim();
-      for (const child of children ? children.split(' ') : []) pids.push(...processTree(Number(child)));
-    }
-  } catch {
-    // ended while read
-  }
-  return pids;
 }
 
 /**
