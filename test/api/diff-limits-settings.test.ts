@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { gitEnvironment } from '../../src/git/command.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeSampleProject, makeToken, makeUser } from '../support/factories.js';
+import { makeAdmin, makeSampleProject, makeToken, makeUser, putSettings } from '../support/factories.js';
 
 // diff_max_patch_bytes, diff_max_files and diff_max_lines decide the compare and commit diff
 // limits at once (issue 16 item 4). GitLab only lets them rise above their defaults, so each
@@ -27,10 +27,7 @@ interface DiffBody {
   too_large: boolean;
 }
 
-async function setSettings(body: Record<string, unknown>) {
-  const res = await app.request('/application/settings', { method: 'PUT', token: adminToken, body });
-  expect(res.status).toBe(200);
-}
+const setSettings = (body: Record<string, unknown>) => putSettings(app, adminToken, body);
 
 /** A sample project with one more commit on `main` made by `write` in a working clone. */
 async function projectWithCommit(write: (work: string) => Promise<void>) {

@@ -4,7 +4,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeGroup, makeToken, makeUserWithToken, resetSettings } from '../support/factories.js';
+import {
+  makeAdmin,
+  makeGroup,
+  makeToken,
+  makeUserWithToken,
+  putSettings,
+  resetSettings,
+} from '../support/factories.js';
 import { remoteUrl, runGitClient } from '../support/git-client.js';
 
 /**
@@ -32,10 +39,7 @@ beforeEach(async () => {
 let sequence = 0;
 const unique = (prefix: string) => `${prefix}${process.pid.toString(36)}x${++sequence}`;
 
-async function setSettings(body: Record<string, unknown>): Promise<void> {
-  const res = await app.request('/application/settings', { method: 'PUT', token: adminToken, body });
-  expect(res.status, res.text).toBe(200);
-}
+const setSettings = (body: Record<string, unknown>) => putSettings(app, adminToken, body);
 
 const createProject = (token: string, body: Record<string, unknown> = {}) => {
   const path = unique('proj');

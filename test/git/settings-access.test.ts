@@ -4,7 +4,14 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeProjectMember, makeSampleProject, makeToken, makeUser } from '../support/factories.js';
+import {
+  makeAdmin,
+  makeProjectMember,
+  makeSampleProject,
+  makeToken,
+  makeUser,
+  putSettings,
+} from '../support/factories.js';
 import { type GitCredentials, remoteUrl, runGitClient } from '../support/git-client.js';
 
 // The instance-wide switches of git and API access (issue 16 item 4): maintenance mode and
@@ -24,10 +31,7 @@ const PUSH_REFUSED =
 const git = (args: string[], cwd = scratch) => runGitClient(args, cwd);
 const remote = (project: Project, credentials?: GitCredentials) => remoteUrl(app.baseUrl, project, credentials);
 
-async function setSettings(body: Record<string, unknown>) {
-  const res = await app.request('/application/settings', { method: 'PUT', token: adminToken, body });
-  expect(res.status).toBe(200);
-}
+const setSettings = (body: Record<string, unknown>) => putSettings(app, adminToken, body);
 
 async function developer(project: Project) {
   const { user, token } = await makeProjectMember(app, project, 'developer');

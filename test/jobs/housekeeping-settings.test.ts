@@ -7,7 +7,7 @@ import { JOB_KINDS } from '../../src/jobs/kinds.js';
 import { Worker } from '../../src/jobs/worker.js';
 import { REPOSITORY_MAINTENANCE_JOB } from '../../src/services/repository-maintenance.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeSampleProject, makeToken, makeUser } from '../support/factories.js';
+import { makeAdmin, makeSampleProject, makeToken, makeUser, putSettings } from '../support/factories.js';
 import { remoteUrl, runGitClient } from '../support/git-client.js';
 
 // housekeeping_enabled and the housekeeping periods decide the repository upkeep job at once
@@ -29,10 +29,7 @@ const DEFAULTS = {
   housekeeping_gc_period: 200,
 };
 
-async function setSettings(body: Record<string, unknown>) {
-  const res = await app.request('/application/settings', { method: 'PUT', token: adminToken, body });
-  expect(res.status).toBe(200);
-}
+const setSettings = (body: Record<string, unknown>) => putSettings(app, adminToken, body);
 
 async function git(args: string[], cwd = scratch): Promise<string> {
   const result = await runGitClient(args, cwd);

@@ -4,7 +4,14 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
 import { gitEnvironment } from '../../src/git/command.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeProjectMember, makeSampleProject, makeToken, makeUser } from '../support/factories.js';
+import {
+  makeAdmin,
+  makeProjectMember,
+  makeSampleProject,
+  makeToken,
+  makeUser,
+  putSettings,
+} from '../support/factories.js';
 
 // The web raw file endpoint (GitLab's Projects::RawController) and raw_blob_request_limit, its
 // requests per minute per project and file path (issue 16 item 4).
@@ -17,10 +24,7 @@ let counter = 0;
 
 const LIMITED = 'You cannot access the raw file. Please wait a minute.';
 
-async function setSettings(body: Record<string, unknown>) {
-  const res = await app.request('/application/settings', { method: 'PUT', token: adminToken, body });
-  expect(res.status).toBe(200);
-}
+const setSettings = (body: Record<string, unknown>) => putSettings(app, adminToken, body);
 
 const raw = (project: Project, refAndPath: string, headers: Record<string, string> = {}) =>
   fetch(`${app.baseUrl}/${project.full_path}/-/raw/${refAndPath}`, { headers, redirect: 'manual' });
