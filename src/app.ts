@@ -16,6 +16,7 @@ import { registerGroupRoutes } from './api/groups.js';
 import { registerMemberRoutes } from './api/members.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
+import { registerPagesDomainRoutes } from './api/pages-domains.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
@@ -66,6 +67,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerTagWriteRoutes,
   registerChangelogRoutes,
   registerApplicationSettingsRoutes,
+  registerPagesDomainRoutes,
   registerPlanLimitRoutes,
   registerAuditEventRoutes,
   registerStorageMoveRoutes,

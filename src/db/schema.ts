@@ -206,6 +206,7 @@ export interface DB {
   plan_limits: PlanLimitsTable;
   audit_events: AuditEventsTable;
   repository_housekeeping: RepositoryHousekeepingTable;
+  pages_domains: PagesDomainsTable;
 }
 
 export interface RepositoryHousekeepingTable {
@@ -409,3 +410,27 @@ export interface BillableMemberRefreshesTable {
 }
 
 export type LdapGroupLink = Selectable<LdapGroupLinksTable>;
+
+export interface PagesDomainsTable {
+  id: Generated<number>;
+  project_id: number;
+  domain: string;
+  /** The PEM chain as given (leaf first). */
+  certificate: string | null;
+  /** `openssl x509 -noout -text` of the leaf, made when the certificate is saved. */
+  certificate_text: string | null;
+  /** The private key, sealed with the instance key (src/lib/secret-box.ts). */
+  key_sealed: string | null;
+  certificate_source: Generated<'user_provided' | 'gitlab_provided'>;
+  certificate_valid_not_before: NullableTimestamp;
+  certificate_valid_not_after: NullableTimestamp;
+  auto_ssl_enabled: Generated<boolean>;
+  verification_code: string;
+  verified_at: NullableTimestamp;
+  enabled_until: NullableTimestamp;
+  /** When a domain that failed verification past its grace period goes (GitLab's REMOVAL_DELAY). */
+  remove_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type PagesDomain = Selectable<PagesDomainsTable>;

@@ -12,7 +12,9 @@ export type ProjectAbility =
   | 'change_visibility_level'
   | 'remove_project'
   | 'read_member'
-  | 'admin_member';
+  | 'admin_member'
+  | 'read_pages'
+  | 'update_pages';
 
 export type GroupAbility =
   | 'read_group'
@@ -47,6 +49,8 @@ export function projectAllows(ability: ProjectAbility, project: Project, user: U
       return level >= AccessLevel.DEVELOPER && !project.archived;
     case 'admin_project':
     case 'admin_member':
+    case 'read_pages':
+    case 'update_pages':
       return level >= AccessLevel.MAINTAINER;
     case 'change_visibility_level':
     case 'remove_project':
