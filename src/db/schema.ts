@@ -207,6 +207,10 @@ export interface DB {
   audit_events: AuditEventsTable;
   repository_housekeeping: RepositoryHousekeepingTable;
   pages_domains: PagesDomainsTable;
+  error_tracking_settings: ErrorTrackingSettingsTable;
+  error_tracking_client_keys: ErrorTrackingClientKeysTable;
+  error_tracking_errors: ErrorTrackingErrorsTable;
+  error_tracking_error_events: ErrorTrackingErrorEventsTable;
 }
 
 export interface RepositoryHousekeepingTable {
@@ -434,3 +438,50 @@ export interface PagesDomainsTable {
   updated_at: Timestamp;
 }
 export type PagesDomain = Selectable<PagesDomainsTable>;
+
+export interface ErrorTrackingSettingsTable {
+  project_id: number;
+  enabled: boolean;
+  integrated: boolean;
+  api_url: string | null;
+  project_name: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type ErrorTrackingSetting = Selectable<ErrorTrackingSettingsTable>;
+
+export interface ErrorTrackingClientKeysTable {
+  id: Generated<number>;
+  project_id: number;
+  active: Generated<boolean>;
+  public_key: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type ErrorTrackingClientKey = Selectable<ErrorTrackingClientKeysTable>;
+
+export interface ErrorTrackingErrorsTable {
+  id: Generated<number>;
+  project_id: number;
+  /** SHA-1 of name, description, actor and platform: what groups events into one error. */
+  fingerprint: string;
+  name: string;
+  description: string;
+  actor: string;
+  platform: string | null;
+  status: Generated<string>;
+  events_count: Generated<number>;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+}
+export type ErrorTrackingError = Selectable<ErrorTrackingErrorsTable>;
+
+export interface ErrorTrackingErrorEventsTable {
+  id: Generated<number>;
+  error_id: number;
+  description: string;
+  environment: string | null;
+  level: string | null;
+  occurred_at: Timestamp;
+  payload: Json<Record<string, unknown>>;
+}

@@ -14,7 +14,9 @@ export type ProjectAbility =
   | 'read_member'
   | 'admin_member'
   | 'read_pages'
-  | 'update_pages';
+  | 'update_pages'
+  | 'admin_operations'
+  | 'read_error_tracking';
 
 export type GroupAbility =
   | 'read_group'
@@ -51,7 +53,10 @@ export function projectAllows(ability: ProjectAbility, project: Project, user: U
     case 'admin_member':
     case 'read_pages':
     case 'update_pages':
+    case 'admin_operations':
       return level >= AccessLevel.MAINTAINER;
+    case 'read_error_tracking':
+      return level >= AccessLevel.REPORTER;
     case 'change_visibility_level':
     case 'remove_project':
       return level >= AccessLevel.OWNER;
