@@ -11,6 +11,7 @@ import { registerBranchRoutes } from './api/branches.js';
 import { registerChangelogRoutes } from './api/changelog.js';
 import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
+import { registerDependencyRoutes } from './api/dependencies.js';
 import { registerErrorTrackingRoutes } from './api/error-tracking.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
@@ -71,6 +72,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerApplicationSettingsRoutes,
   registerPagesDomainRoutes,
   registerErrorTrackingRoutes,
+  registerDependencyRoutes,
   registerPlanLimitRoutes,
   registerAuditEventRoutes,
   registerStorageMoveRoutes,

@@ -211,6 +211,7 @@ export interface DB {
   error_tracking_client_keys: ErrorTrackingClientKeysTable;
   error_tracking_errors: ErrorTrackingErrorsTable;
   error_tracking_error_events: ErrorTrackingErrorEventsTable;
+  security_advisories: SecurityAdvisoriesTable;
 }
 
 export interface RepositoryHousekeepingTable {
@@ -484,4 +485,20 @@ export interface ErrorTrackingErrorEventsTable {
   level: string | null;
   occurred_at: Timestamp;
   payload: Json<Record<string, unknown>>;
+}
+
+export interface SecurityAdvisoriesTable {
+  id: Generated<number>;
+  /** The OSV id (GHSA-…, PYSEC-…). */
+  osv_id: string;
+  ecosystem: string;
+  /** The package name as the ecosystem's advisories spell it (src/services/dependencies/versions.ts). */
+  package_name: string;
+  summary: string | null;
+  /** GitLab's severities: critical, high, medium, low, info or unknown. */
+  severity: string;
+  /** The OSV `affected` entries for this package. */
+  affected: Json<unknown[]>;
+  modified_at: NullableTimestamp;
+  withdrawn_at: NullableTimestamp;
 }

@@ -16,7 +16,8 @@ export type ProjectAbility =
   | 'read_pages'
   | 'update_pages'
   | 'admin_operations'
-  | 'read_error_tracking';
+  | 'read_error_tracking'
+  | 'read_security_resource';
 
 export type GroupAbility =
   | 'read_group'
@@ -57,6 +58,8 @@ export function projectAllows(ability: ProjectAbility, project: Project, user: U
       return level >= AccessLevel.MAINTAINER;
     case 'read_error_tracking':
       return level >= AccessLevel.REPORTER;
+    case 'read_security_resource':
+      return level >= AccessLevel.DEVELOPER;
     case 'change_visibility_level':
     case 'remove_project':
       return level >= AccessLevel.OWNER;

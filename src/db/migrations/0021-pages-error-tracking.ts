@@ -84,9 +84,28 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`CREATE INDEX error_tracking_error_events_error ON error_tracking_error_events (error_id, occurred_at DESC)`.execute(
     db,
   );
+
+  // Security advisories an administrator imported (OSV), one row per advisory and package.
+  await db.schema
+    .createTable('security_advisories')
+    .addColumn('id', 'serial', (c) => c.primaryKey())
+    .addColumn('osv_id', 'text', (c) => c.notNull())
+    .addColumn('ecosystem', 'text', (c) => c.notNull())
+    .addColumn('package_name', 'text', (c) => c.notNull())
+    .addColumn('summary', 'text')
+    .addColumn('severity', 'text', (c) => c.notNull())
+    .addColumn('affected', 'jsonb', (c) => c.notNull())
+    .addColumn('modified_at', 'timestamptz')
+    .addColumn('withdrawn_at', 'timestamptz')
+    .execute();
+  await sql`CREATE UNIQUE INDEX security_advisories_identity ON security_advisories (osv_id, ecosystem, package_name)`.execute(
+    db,
+  );
+  await sql`CREATE INDEX security_advisories_package ON security_advisories (ecosystem, package_name)`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('security_advisories').execute();
   await db.schema.dropTable('error_tracking_error_events').execute();
   await db.schema.dropTable('error_tracking_errors').execute();
   await db.schema.dropTable('error_tracking_client_keys').execute();
