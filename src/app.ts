@@ -13,6 +13,7 @@ import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
 import { registerDependencyRoutes } from './api/dependencies.js';
 import { registerErrorTrackingRoutes } from './api/error-tracking.js';
+import { registerEventRoutes } from './api/events.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
 import { registerMemberRoutes } from './api/members.js';
@@ -79,6 +80,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerMemberRoutes,
   registerAccessRequestRoutes,
   registerApplicationRoutes,
+  registerEventRoutes,
 ];
 
 export interface CreateAppOptions {

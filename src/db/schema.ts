@@ -171,6 +171,8 @@ export interface EventsTable {
   group_id: number | null;
   target_type: string | null;
   target_id: number | null;
+  /** The target's number within its project (merge requests, issues); null when it has none. */
+  target_iid: Generated<number | null>;
   target_title: string | null;
   push_data: Json<Record<string, unknown> | null>;
   created_at: Timestamp;

@@ -1,5 +1,6 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
 import { dormantUsersJob } from './dormant-users.js';
+import { eventsPurgeJob, eventsRetentionJob } from './events.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
 import { pagesDomainsVerificationJob, pagesDomainVerifyJob } from './pages-domains.js';
@@ -20,4 +21,6 @@ export const JOB_KINDS: JobKind[] = [
   archiveCachePurgeJob,
   pagesDomainsVerificationJob,
   pagesDomainVerifyJob,
+  eventsRetentionJob,
+  eventsPurgeJob,
 ];

@@ -21,6 +21,7 @@ import { isValidBranchName } from '../git/validate.js';
 import { commitFiles } from '../git/write.js';
 import { notFound, validationError } from '../http/errors.js';
 import { purgeCachedArchivesLater } from '../jobs/archive-cache.js';
+import { purgeProjectEventsLater } from '../jobs/events.js';
 import { toDbId } from '../lib/ids.js';
 import { transliterate } from '../lib/transliterate.js';
 import { AccessLevel } from '../policies/access-levels.js';
@@ -485,6 +486,7 @@ export async function deleteProject(deps: Deps, project: Project): Promise<void>
   await deps.db.transaction().execute(async (tx) => {
     await deleteProjectRows(tx, project.id);
     await purgeCachedArchivesLater(tx, [project.id]);
+    await purgeProjectEventsLater(tx, [project.id]);
   });
   const repoPath = deps.storages.repositoryPath(project.repository_storage, project.id);
   evictRepository(repoPath);
