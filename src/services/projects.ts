@@ -37,6 +37,7 @@ import {
   PROJECT_NAME_MESSAGE,
   PROJECT_PATH_MESSAGE,
 } from './paths.js';
+import { firstBranchPushData } from './push-events.js';
 import { cappedBy, fitsWithin, restrictedVisibilityMessage, visibilityAllowedFor } from './visibility.js';
 import { withWriteLease } from './write-leases.js';
 
@@ -368,12 +369,23 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
       repoPath = deps.storages.repositoryPath(storage, project.id);
       await initBareRepository(repoPath, defaultBranch);
       if (input.initializeWithReadme) {
-        await commitFiles(repoPath, {
+        const message = 'Initial commit';
+        const commitId = await commitFiles(repoPath, {
           branch: defaultBranch,
           parent: null,
           files: [{ path: 'README.md', content: Buffer.from(readmeFor(project)) }],
-          message: 'Initial commit',
+          message,
           author: { name: user.name, email: user.email, date: now },
+        });
+        // GitLab writes the README through its hooks: the new branch is a push like any other.
+        await insertEvent(tx, {
+          action: 'pushed',
+          author_id: user.id,
+          project_id: project.id,
+          target_type: null,
+          target_id: null,
+          push_data: firstBranchPushData(defaultBranch, commitId, 1, message),
+          created_at: now,
         });
       }
       return project;

@@ -74,6 +74,24 @@ export function pushCommitTitle(message: string): string {
   return chars.length > TITLE_CHARS ? `${chars.slice(0, TITLE_CHARS - 3).join('')}...` : line;
 }
 
+/**
+ * The `push_data` of a new branch whose every commit is new (a repository's first branch, as
+ * `initialize_with_readme` makes it): for callers that create the branch inside their own
+ * transaction.
+ */
+export function firstBranchPushData(branch: string, commitId: string, commitCount: number, message: string) {
+  return JSON.stringify({
+    commit_count: commitCount,
+    action: 'created',
+    ref_type: 'branch',
+    commit_from: null,
+    commit_to: commitId,
+    ref: branch,
+    commit_title: pushCommitTitle(message),
+    ref_count: null,
+  });
+}
+
 /** Records GitLab's `pushed` events for the refs a push changed (one per ref, or bulk). */
 async function recordPushEvents(
   deps: Deps,

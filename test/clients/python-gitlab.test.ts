@@ -154,6 +154,30 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('the event feeds: the user’s, a project’s, another user’s, filters and scopes', async () => {
+    const out = await flow('events.py');
+    expect(out).toEqual({
+      // The README of initialize_with_readme is a push of the new default branch.
+      mine: ['pushed new', 'created'],
+      mine_newest_first: true,
+      project: [
+        ['pushed new', 'lin'],
+        ['joined', 'lin'],
+        ['pushed new', 'ada'],
+        ['created', 'ada'],
+      ],
+      push_data: ['created', 'branch', 'notes', 1, 'Add notes'],
+      user: ['pushed new', 'joined'],
+      lin_all: 4,
+      before_tomorrow: 4,
+      after_tomorrow: 0,
+      asc: 'created',
+      bad_target_type: ['GitlabListError', 400],
+      read_user_events: ['pushed new', 'joined'],
+      read_user_project: ['GitlabListError', 403],
+    });
+  });
+
   it('application settings, plan limits and the audit trail', async () => {
     const out = await flow('settings.py');
     expect(out).toEqual({
