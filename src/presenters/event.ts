@@ -46,8 +46,16 @@ export interface EventPresentOptions extends PresentContext {
   projectList?: boolean;
 }
 
-/** GitLab's Event entity: `author` (UserBasic) when the author exists, `push_data` for pushes. */
-export function presentEvent(event: Event, author: User | undefined, options: EventPresentOptions) {
+/**
+ * GitLab's Event entity: `note` (the Note entity, presented by the notes module) for comment
+ * events, `author` (UserBasic) when the author exists, `push_data` for pushes.
+ */
+export function presentEvent(
+  event: Event,
+  author: User | undefined,
+  options: EventPresentOptions,
+  extra: { note?: Record<string, unknown> } = {},
+) {
   const push = event.push_data as PushData | null;
   return {
     id: event.id,
@@ -61,6 +69,7 @@ export function presentEvent(event: Event, author: User | undefined, options: Ev
     author_id: event.author_id,
     target_title: event.target_title,
     created_at: event.created_at.toISOString(),
+    ...(extra.note ? { note: extra.note } : {}),
     ...(author ? { author: presentUserBasic(author, options) } : {}),
     ...(event.action === 'pushed' && push
       ? {
