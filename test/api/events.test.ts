@@ -12,6 +12,7 @@ import { removeExpiredMembers } from '../../src/services/member-expiry.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import {
   addMember,
+  makeGroup,
   makeProject,
   makeProjectMember,
   makeSampleProject,
@@ -427,6 +428,11 @@ describe('who sees which events', () => {
     const full = ['pushed new', 'joined', 'created'];
     expect(await actions(projectFeed, reporterToken)).toEqual(full);
     expect(await actions(projectFeed, adminToken)).toEqual(full);
+    for (const role of ['developer', 'maintainer'] as const) {
+      const { token } = await makeProjectMember(app, project, role);
+      expect(await actions(projectFeed, token), role).toEqual(full);
+    }
+    expect(await actions(projectFeed, ownerToken)).toEqual(full);
 
     // The developer's profile feed follows the caller's access to each project.
     const devFeed = `/users/${dev.id}/events`;
@@ -466,6 +472,51 @@ describe('who sees which events', () => {
     expect(changed.status, changed.text).toBe(200);
     expect(await actions(`/projects/${project.id}/events`, outsiderToken)).toEqual(['joined', 'created']);
     expect(await actions(`/users/${dev.id}/events`)).toEqual(['joined']);
+  });
+
+  it('shows a group project’s events to the group’s members, in scope=all too', async () => {
+    const { user: owner, token: ownerToken } = await makeUserWithToken(app);
+    const group = await makeGroup(app, owner);
+    const { user: reporter, token: reporterToken } = await makeUserWithToken(app);
+    await addMember(app, { type: 'group', id: group.id }, reporter, 20);
+    const { project } = await makeSampleProject(app, owner, {
+      namespace: group,
+      path: `grouped${++counter}`,
+      visibility: 'private',
+    });
+    const branch = await app.request(`/projects/${project.id}/repository/branches`, {
+      method: 'POST',
+      token: ownerToken,
+      body: { branch: 'api-made', ref: 'main' },
+    });
+    expect(branch.status, branch.text).toBe(201);
+    const events = await client(reporterToken).Events.all({ scope: 'all' });
+    expect(events.map((e) => [e.project_id, e.action_name, e.push_data])).toEqual([
+      [
+        project.id,
+        'pushed new',
+        {
+          commit_count: 0,
+          action: 'created',
+          ref_type: 'branch',
+          commit_from: null,
+          commit_to: branch.body.commit.id,
+          ref: 'api-made',
+          commit_title: null,
+          ref_count: null,
+        },
+      ],
+      [project.id, 'created', undefined],
+    ]);
+    // Their own feed holds only what they did.
+    expect(await client(reporterToken).Events.all()).toEqual([]);
+    const outsider = await makeUserWithToken(app);
+    expect(await client(outsider.token).Events.all({ scope: 'all' })).toEqual([]);
+    const hidden = await app.request(`/projects/${project.id}/events`, { token: outsider.token });
+    expect([hidden.status, hidden.body]).toEqual([404, { message: '404 Project Not Found' }]);
+    // The owner's profile feed, seen by the outsider: nothing of the private group's project.
+    expect((await app.request(`/users/${owner.id}/events`, { token: outsider.token })).body).toEqual([]);
+    expect((await app.request(`/users/${owner.id}/events`, { token: reporterToken })).body).toHaveLength(2);
   });
 
   it('hides a private profile’s activity from others, not from its owner or administrators', async () => {
