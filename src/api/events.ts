@@ -3,7 +3,7 @@ import { findUserByIdOrUsername, findUsersByIds } from '../db/queries/users.js';
 import type { Event, User } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
 import { notFound } from '../http/errors.js';
-import { paginateQuery, setPaginationHeaders } from '../http/pagination.js';
+import { MAX_COUNT, pageWindow, setPaginationHeaders } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import type { ProjectPolicy } from '../policies/abilities.js';
@@ -60,7 +60,10 @@ async function answerFeed(
 ): Promise<void> {
   const deps = ctx.state.deps;
   const page = eventPage(deps, query);
-  const rows = await paginateQuery(ctx, deps.config.baseUrl, params, page.rows, page.count);
+  // GitLab's EventsFinder counts up to 10,001 rows and answers that count as the total (X-Total
+  // 10001 on a busier feed), where other lists leave the totals out.
+  const [rows, total] = await Promise.all([page.rows(pageWindow(params)), page.count(MAX_COUNT + 1)]);
+  setPaginationHeaders(ctx, deps.config.baseUrl, params, total);
   const events = await visibleEvents(deps, query.user, rows, options.known);
   ctx.body = await present(ctx, events, options.projectList ?? false);
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Gitlab } from '@gitbeaker/rest';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
 import { eventsPurgeJob, eventsRetentionJob } from '../../src/jobs/events.js';
@@ -367,6 +368,23 @@ describe('filters, sorting and pagination', () => {
     expect(page.headers.get('x-prev-page')).toBe('1');
     expect(page.headers.get('link')).toContain('rel="next"');
     expect((await feed({ per_page: 500 })).headers.get('x-per-page')).toBe('100');
+  });
+
+  it('counts a busy feed up to 10,001 events, as GitLab’s EventsFinder does', async () => {
+    const { user, token } = await makeUserWithToken(app);
+    const project = await makeProject(app, user, { visibility: 'public' });
+    await sql`INSERT INTO events (action, author_id, project_id, push_data, created_at)
+      SELECT 'joined', ${user.id}, ${project.id}, 'null'::jsonb, now() FROM generate_series(1, 10050)`.execute(
+      app.deps.db,
+    );
+    const res = await app.request(`/projects/${project.id}/events`, { token, query: { page: 3 } });
+    expect(res.body).toHaveLength(20);
+    expect([res.headers.get('x-total'), res.headers.get('x-total-pages'), res.headers.get('x-next-page')]).toEqual([
+      '10001',
+      '501',
+      '4',
+    ]);
+    expect(res.headers.get('link')).toContain('page=501');
   });
 
   it('answers GitLab’s 400 for bad filters and unknown users, never a 500', async () => {
