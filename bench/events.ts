@@ -104,7 +104,7 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
       `GET /users/:id/events of the author of all ${(BIG + SMALL).toLocaleString('en')} events: ${(bigUser as number).toFixed(2)} ms (median)`,
     );
     notes.push(
-      `median of ${RUNS} interleaved requests after 20 warm-up rounds; X-Total is counted up to 10,000 rows as GitLab's pagination caps it`,
+      `median of ${RUNS} interleaved requests after 20 warm-up rounds; X-Total is counted up to 10,001 rows as GitLab's EventsFinder counts it`,
     );
   } finally {
     await client.end();
