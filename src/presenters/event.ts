@@ -71,6 +71,9 @@ export function presentEvent(
     created_at: event.created_at.toISOString(),
     ...(extra.note ? { note: extra.note } : {}),
     ...(author ? { author: presentUserBasic(author, options) } : {}),
+    // Newer GitLab marks rows brought in by its importers; Depot imports no events.
+    imported: false,
+    imported_from: 'none',
     ...(event.action === 'pushed' && push
       ? {
           push_data: {
