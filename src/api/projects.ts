@@ -370,8 +370,19 @@ function listOrder(params: z.output<typeof listParams>, signedIn: boolean): Proj
   return params.order_by as ProjectOrder;
 }
 
-export function registerProjectRoutes(api: ApiRouter): void {
-  api.get('/projects', { summary: 'List projects', params: listParams }, async (ctx, params) => {
+/** GET /projects's parameters, shared with GET /users/:user_id/projects. */
+export const projectListParams = listParams;
+
+/**
+ * GET /projects (and, with `namespaceIds`, GET /users/:user_id/projects: the same filters on
+ * one user's personal projects): the projects the caller may see, paginated and presented.
+ */
+export async function respondWithProjectList(
+  ctx: AppContext,
+  params: z.output<typeof listParams>,
+  scope: { namespaceIds?: number[] } = {},
+): Promise<void> {
+  {
     const deps = ctx.state.deps;
     const user = ctx.state.actor.user;
     const admin = user?.admin ?? false;
@@ -399,6 +410,7 @@ export function registerProjectRoutes(api: ApiRouter): void {
       orderBy,
       sort: params.sort,
     };
+    if (scope.namespaceIds) filter.namespaceIds = scope.namespaceIds;
     // Depot has no stars yet: a signed-in caller has starred nothing; GitLab ignores it for anonymous callers.
     if (params.starred && user) filter.namespaceIds = [];
     let projects: Project[];
@@ -429,7 +441,13 @@ export function registerProjectRoutes(api: ApiRouter): void {
     ctx.body = views.map((v) =>
       !user || params.simple ? presentBasicProject(v, pc) : presentProjectWithAccess(v, pc),
     );
-  });
+  }
+}
+
+export function registerProjectRoutes(api: ApiRouter): void {
+  api.get('/projects', { summary: 'List projects', params: listParams }, (ctx, params) =>
+    respondWithProjectList(ctx, params),
+  );
 
   api.get(
     '/projects/:id',

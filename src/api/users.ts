@@ -155,7 +155,7 @@ async function highestRole(deps: Deps, userId: number): Promise<number> {
  * GitLab declares `/users/:id` with a digits-only requirement on `:id`: anything else does not
  * match the route and falls through to the API's catch-all 404.
  */
-function userIdFromPath(id: string): string {
+export function userIdFromPath(id: string): string {
   if (!/^\d+$/.test(id)) throw new ApiError(404, { error: '404 Not Found' });
   return id;
 }

@@ -4,6 +4,7 @@ import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
 import { bulkStorageMoveJob, storageMoveJob } from './storage-move.js';
+import { deleteUserJob } from './user-deletion.js';
 import type { JobKind } from './worker.js';
 
 /** Every job kind the server runs; a new kind of background work adds itself here. */
@@ -17,4 +18,5 @@ export const JOB_KINDS: JobKind[] = [
   repositoryMaintenanceJob,
   archiveCacheCleanupJob,
   archiveCachePurgeJob,
+  deleteUserJob,
 ];
