@@ -195,6 +195,7 @@ export function registerUserRoutes(api: ApiRouter): void {
       excludeExternal: params.exclude_external,
       excludeHumans: params.exclude_humans,
       searchEmails: admin,
+      withoutForbiddenStates: !admin,
       // A search without an explicit order ranks exact matches first; otherwise GitLab orders by
       // id DESC, maps created_at to id, and only administrators may choose.
       orderBy:

@@ -256,6 +256,12 @@ describe('ban and unban', () => {
     expectStatus(refused, 403, 'banned token');
     expect(refused.body).toEqual({ message: BLOCKED });
 
+    // Other users no longer list a banned user; administrators do.
+    const { token: someone } = await makeUserWithToken(app);
+    const byName = (t: string) => app.request('/users', { token: t, query: { username: user.username } });
+    expect((await byName(someone)).body).toEqual([]);
+    expect(((await byName(adminToken)).body as { id: number }[]).map((u) => u.id)).toEqual([user.id]);
+
     const banAgain = await post(`/users/${user.id}/ban`);
     expectStatus(banAgain, 403, 'ban banned');
     expect(banAgain.body).toEqual({ message: 'You cannot ban banned users.' });

@@ -61,6 +61,8 @@ export interface UserFilter {
   excludeHumans?: boolean;
   /** Administrators' searches match the primary email; others' only the public email. */
   searchEmails: boolean;
+  /** GitLab's `without_forbidden_states`: non-administrators never list blocked or banned users. */
+  withoutForbiddenStates?: boolean;
   /** `search_rank`: GitLab's User.search order (exact public email, username, name; then name, id). */
   orderBy: 'id' | 'name' | 'username' | 'created_at' | 'updated_at' | 'search_rank';
   sort: 'asc' | 'desc';
@@ -97,6 +99,7 @@ function filtered(db: Db, f: UserFilter) {
   if (f.active) q = q.where('state', '=', 'active');
   if (f.excludeActive) q = q.where('state', '<>', 'active');
   if (f.blocked) q = q.where('state', '=', 'blocked');
+  if (f.withoutForbiddenStates) q = q.where('state', 'not in', ['blocked', 'banned']);
   if (f.external) q = q.where('external', '=', true);
   if (f.excludeExternal) q = q.where('external', '=', false);
   if (f.humans || f.withoutProjectBots) q = q.where('bot', '=', false);
