@@ -151,17 +151,21 @@ export async function scheduleUserDeletion(
   });
 }
 
+/** A column naming who made a row, moved to the ghost user when its user is deleted. */
+export interface AuthoredColumn {
+  table: string;
+  column: string;
+}
+
 /**
- * Columns that name the author of something, moved to the ghost user when a user is deleted
- * without `hard_delete` (GitLab's Users::MigrateRecordsToGhostUserService). A module that adds
- * authored rows adds its column here.
+ * Columns whose rows outlive their author: when a user is deleted without `hard_delete` these
+ * pass to the ghost user (GitLab's Users::MigrateRecordsToGhostUserService: issues, merge
+ * requests and their merge user, notes, award emoji, reviews, releases, timelogs, pipelines and
+ * builds). Depot has none of those yet: each module that adds one lists its column here. What
+ * GitLab does not migrate goes with the user as there: events (deleted with their author), and
+ * projects' `creator_id` and members' `created_by_id` (set to null), by the foreign keys.
  */
-export const GHOST_AUTHORED_COLUMNS: readonly { table: string; column: string }[] = [
-  { table: 'events', column: 'author_id' },
-  { table: 'projects', column: 'creator_id' },
-  { table: 'members', column: 'created_by_id' },
-  { table: 'audit_events', column: 'author_id' },
-];
+export const GHOST_AUTHORED_COLUMNS: readonly AuthoredColumn[] = [];
 
 /** GitLab's ghost user's profile (User.ghost). */
 const GHOST_BIO =
@@ -204,10 +208,16 @@ export async function ghostUser(db: Db, now: Date): Promise<User> {
 /**
  * The `delete_user` job: personal projects (rows, then repositories), with `hard_delete` the
  * groups the user alone owned, then in one transaction what they authored passes to the ghost
- * user (or goes, with `hard_delete`) and the user row goes with its memberships, tokens and
- * namespace. Idempotent: a re-run after a crash carries on from what is left.
+ * user (`authoredColumns`; with `hard_delete` it goes) and the user row goes with its
+ * memberships, tokens, events and namespace. Idempotent: a re-run after a crash carries on from
+ * what is left.
  */
-export async function deleteUserNow(deps: Deps, userId: number, hardDelete: boolean): Promise<boolean> {
+export async function deleteUserNow(
+  deps: Deps,
+  userId: number,
+  hardDelete: boolean,
+  authoredColumns: readonly AuthoredColumn[] = GHOST_AUTHORED_COLUMNS,
+): Promise<boolean> {
   const user = await findUserById(deps.db, userId);
   if (!user || user.ghost) return false;
   const namespace = await deps.db
@@ -227,9 +237,10 @@ export async function deleteUserNow(deps: Deps, userId: number, hardDelete: bool
   }
   const now = deps.clock.now();
   await deps.db.transaction().execute(async (tx) => {
+    // GitLab makes sure the ghost exists on every deletion, hard or not.
+    const ghost = await ghostUser(tx, now);
     if (!hardDelete) {
-      const ghost = await ghostUser(tx, now);
-      for (const { table, column } of GHOST_AUTHORED_COLUMNS) {
+      for (const { table, column } of authoredColumns) {
         await sql`UPDATE ${sql.table(table)} SET ${sql.ref(column)} = ${ghost.id}
           WHERE ${sql.ref(column)} = ${user.id}`.execute(tx);
       }

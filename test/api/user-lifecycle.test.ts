@@ -1,10 +1,12 @@
 import fs from 'node:fs/promises';
 import { Gitlab } from '@gitbeaker/rest';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { JOB_KINDS } from '../../src/jobs/kinds.js';
 import { Worker } from '../../src/jobs/worker.js';
 import { addDays, utcDate } from '../../src/lib/clock.js';
+import { deleteUserNow } from '../../src/services/user-lifecycle.js';
 import { startTestApp, type TestApp, type TestResponse } from '../support/app.js';
 import {
   addMember,
@@ -306,7 +308,7 @@ describe('approve and reject', () => {
 });
 
 describe('DELETE /users/:id', () => {
-  it('answers 204, hides the user at once, and the job removes projects and memberships; authored rows go to the ghost', async () => {
+  it('answers 204, hides the user at once, and the job removes projects, memberships and events', async () => {
     const { user, token } = await makeUserWithToken(app);
     const project = await makeProject(app, user);
     const gitDir = app.deps.storages.repositoryPath(project.repository_storage, project.id);
@@ -341,13 +343,20 @@ describe('DELETE /users/:id', () => {
     const ghost = await app.deps.db.selectFrom('users').selectAll().where('ghost', '=', true).executeTakeFirstOrThrow();
     expect(ghost.username).toBe('ghost');
     expect(ghost.state).toBe('blocked');
+    // As in GitLab, events go with their author; the group project keeps no creator.
     const events = await app.deps.db
       .selectFrom('events')
       .select('author_id')
       .where('project_id', '=', groupProject.id)
       .where('action', '=', 'pushed')
       .execute();
-    expect(events).toEqual([{ author_id: ghost.id }]);
+    expect(events).toEqual([]);
+    const kept = await app.deps.db
+      .selectFrom('projects')
+      .select('creator_id')
+      .where('id', '=', groupProject.id)
+      .executeTakeFirstOrThrow();
+    expect(kept.creator_id).toBe(groupOwner.id);
     // The ghost holds what deleted users made: it cannot be blocked or removed.
     expect((await post(`/users/${ghost.id}/block`)).text).toBe('null');
     expectStatus(await app.request(`/users/${ghost.id}`, { method: 'DELETE', token: adminToken }), 403, 'ghost');
@@ -392,6 +401,39 @@ describe('DELETE /users/:id', () => {
     expectStatus(await app.request(`/groups/${group.id}`, { token: adminToken }), 404, 'group');
     const events = await app.deps.db.selectFrom('events').selectAll().where('project_id', '=', project.id).execute();
     expect(events).toEqual([]);
+  });
+
+  it('passes authored rows to the ghost user unless hard_delete', async () => {
+    await sql`CREATE TABLE authored_things (id serial PRIMARY KEY, author_id integer REFERENCES users (id) ON DELETE CASCADE)`.execute(
+      app.deps.db,
+    );
+    const columns = [{ table: 'authored_things', column: 'author_id' }];
+    const soft = await makeUser(app);
+    const hard = await makeUser(app);
+    await sql`INSERT INTO authored_things (author_id) VALUES (${soft.id}), (${soft.id}), (${hard.id})`.execute(
+      app.deps.db,
+    );
+    expect(await deleteUserNow(app.deps, soft.id, false, columns)).toBe(true);
+    expect(await deleteUserNow(app.deps, hard.id, true, columns)).toBe(true);
+    // A second run finds nothing left to do.
+    expect(await deleteUserNow(app.deps, soft.id, false, columns)).toBe(false);
+    const ghost = await app.deps.db
+      .selectFrom('users')
+      .select('id')
+      .where('ghost', '=', true)
+      .executeTakeFirstOrThrow();
+    const { rows } = await sql<{ author_id: number }>`SELECT author_id FROM authored_things ORDER BY id`.execute(
+      app.deps.db,
+    );
+    expect(rows).toEqual([{ author_id: ghost.id }, { author_id: ghost.id }]);
+  });
+
+  it('queues the deletion again when its job was lost', async () => {
+    const user = await makeUser(app);
+    await api().Users.remove(user.id);
+    await app.deps.db.deleteFrom('jobs').where('kind', '=', 'delete_user').execute();
+    await new Worker(app.deps, JOB_KINDS).drain({ recover: true });
+    expect(await stateOf(user.id)).toBeUndefined();
   });
 
   it('lets a group keep its other owners when one is deleted', async () => {
