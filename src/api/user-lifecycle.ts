@@ -63,7 +63,10 @@ function stateRoute(
 ): void {
   api.post(`/users/:id/${action}`, { summary, auth: 'required', params: idParams }, async (ctx, params) => {
     const { admin, user } = await adminTarget(ctx, userIdFromPath(params.id));
-    respondLiteral(ctx, await run(ctx, admin, user));
+    const result = await run(ctx, admin, user);
+    // GitLab's services log each change (Gitlab::AppLogger); no activity event is recorded.
+    if (result === true) ctx.state.deps.logger.info({ user: user.username, by: admin.username, action }, 'user state');
+    respondLiteral(ctx, result);
   });
 }
 

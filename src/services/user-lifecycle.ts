@@ -62,7 +62,8 @@ export async function unblockUser(deps: Deps, user: User): Promise<TransitionRes
 export async function deactivateUser(deps: Deps, user: User): Promise<TransitionResult | null> {
   if (user.state === 'deactivated') return null;
   if (isBlocked(user)) throw apiError(403, 'Error occurred. A blocked user cannot be deactivated');
-  if (user.ghost || user.bot) throw apiError(403, 'Internal users cannot be deactivated');
+  // Of GitLab's internal users Depot has the ghost (project bots are not internal).
+  if (user.ghost) throw apiError(403, 'Internal users cannot be deactivated');
   const period = (await getApplicationSettings(deps)).values.deactivate_dormant_users_period as number;
   if (!inactiveFor(deps, user, period)) {
     throw apiError(
