@@ -106,6 +106,15 @@ describe('state changes: who may', () => {
       expectStatus(word, 404, `${action} ASDF`);
       expect(word.body).toEqual({ error: '404 Not Found' });
     }
+    const target = await makeUser(app);
+    const badFlag = await app.request(`/users/${target.id}`, {
+      method: 'DELETE',
+      token: adminToken,
+      query: { hard_delete: 'maybe' },
+    });
+    expectStatus(badFlag, 400, 'bad hard_delete');
+    expect(badFlag.body).toEqual({ error: 'hard_delete is invalid' });
+    expect(await stateOf(target.id)).toBe('active');
     const missing = await app.request('/users/999999', { method: 'DELETE', token: adminToken });
     expect(missing.body).toEqual({ message: '404 User Not Found' });
     expect((await app.request('/users/99999999999', { method: 'DELETE', token: adminToken })).status).toBe(404);
@@ -257,6 +266,15 @@ describe('ban and unban', () => {
     const refused = await app.request('/user', { token });
     expectStatus(refused, 403, 'banned token');
     expect(refused.body).toEqual({ message: BLOCKED });
+
+    // Git over HTTP tells them too.
+    const project = await makeProject(app, user);
+    const basic = Buffer.from(`${user.username}:${token}`).toString('base64');
+    const git = await fetch(`${app.baseUrl}/${project.full_path}.git/info/refs?service=git-upload-pack`, {
+      headers: { Authorization: `Basic ${basic}` },
+    });
+    expect(git.status).toBe(403);
+    expect(await git.text()).toContain('Your account has been blocked.');
 
     // Other users no longer list a banned user; administrators do.
     const { token: someone } = await makeUserWithToken(app);
@@ -613,6 +631,12 @@ describe('impersonation tokens', () => {
       error: 'expires_at is invalid',
     });
     expect((await create({ name: 'x', scopes: ['api'], expires_at: '2001-01-01' })).status).toBe(400);
+    expect((await app.request(path, { token: adminToken, query: { state: 'revoked' } })).body).toEqual({
+      error: 'state does not have a valid value',
+    });
+    expect((await app.request(`${path}/abc`, { token: adminToken })).body).toEqual({
+      error: 'impersonation_token_id is invalid',
+    });
     expect((await app.request('/users/abc/impersonation_tokens', { token: adminToken })).body).toEqual({
       error: 'user_id is invalid',
     });
