@@ -409,7 +409,14 @@ export async function respondWithProjectList(
     orderBy,
     sort: params.sort,
   };
-  if (scope.namespaceIds) filter.namespaceIds = scope.namespaceIds;
+  if (scope.namespaceIds) {
+    // GitLab's PersonalProjectsFinder takes the place of the collection that `owned`,
+    // `membership` and `min_access_level` choose, so those are ignored for one user's projects.
+    filter.namespaceIds = scope.namespaceIds;
+    filter.owned = false;
+    filter.membership = false;
+    filter.minAccessLevel = undefined;
+  }
   // Depot has no stars yet: a signed-in caller has starred nothing; GitLab ignores it for anonymous callers.
   if (params.starred && user) filter.namespaceIds = [];
   let projects: Project[];

@@ -540,6 +540,12 @@ describe('GET /users/:id/projects', () => {
     expect(ids(await app.request(path, { token: adminToken, query: { search: `priv-${owner.id}` } }))).toEqual([
       priv.id,
     ]);
+    // `owned` and `membership` choose among the caller's projects in GET /projects; here they are ignored.
+    expect(ids(await app.request(path, { token: memberToken, query: { owned: true, membership: true } }))).toEqual([
+      pub.id,
+      internal.id,
+      priv.id,
+    ]);
     const viaClient = await api().Users.allProjects(owner.id, { orderBy: 'id', sort: 'asc' });
     expect(viaClient.map((p) => p.id)).toEqual([pub.id, internal.id, priv.id]);
     expect(viaClient[0]?.namespace?.id).toBeDefined();
