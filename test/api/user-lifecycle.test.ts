@@ -163,6 +163,7 @@ describe('block and unblock', () => {
       const again = await post(`/users/${user.id}/block`);
       expectStatus(again, 201, 'block again');
       expect(again.text).toBe('null');
+      expect(again.headers.get('content-type')).toBe('application/json');
 
       await expect(api().Users.unblock(user.id)).resolves.toBe(true);
       expect(await stateOf(user.id)).toBe('active');
