@@ -253,14 +253,24 @@ export async function deleteUserNow(
   return true;
 }
 
-/** Queues the deletion again for users marked for deletion whose job row is gone. */
+/**
+ * Queues the deletion again for users marked for deletion with no queued or running job (the
+ * job row was lost, or gave up): with the `hard_delete` of their last job, if one is left.
+ */
 export async function requeueUserDeletions(deps: Deps): Promise<number> {
-  const { rows } = await sql<{ id: number }>`
-    SELECT u.id FROM users u WHERE u.deleting_at IS NOT NULL AND NOT EXISTS (
+  const { rows } = await sql<{ id: number; hard_delete: boolean | null }>`
+    SELECT u.id, (SELECT (j.payload->>'hard_delete')::boolean FROM jobs j
+        WHERE j.kind = ${DELETE_USER_JOB} AND (j.payload->>'user_id')::int = u.id
+        ORDER BY j.id DESC LIMIT 1) AS hard_delete
+    FROM users u WHERE u.deleting_at IS NOT NULL AND NOT EXISTS (
       SELECT 1 FROM jobs j WHERE j.kind = ${DELETE_USER_JOB} AND j.state IN ('queued', 'running')
         AND (j.payload->>'user_id')::int = u.id)`.execute(deps.db);
   for (const row of rows) {
-    await enqueueJob(deps.db, DELETE_USER_JOB, { user_id: row.id, deleted_by_id: null, hard_delete: false });
+    await enqueueJob(deps.db, DELETE_USER_JOB, {
+      user_id: row.id,
+      deleted_by_id: null,
+      hard_delete: row.hard_delete === true,
+    });
   }
   return rows.length;
 }

@@ -447,12 +447,19 @@ describe('DELETE /users/:id', () => {
     expect(rows).toEqual([{ author_id: ghost.id }, { author_id: ghost.id }]);
   });
 
-  it('queues the deletion again when its job was lost', async () => {
-    const user = await makeUser(app);
-    await api().Users.remove(user.id);
+  it('queues the deletion again when its job was lost or gave up, as hard as it was asked', async () => {
+    const lost = await makeUser(app);
+    await api().Users.remove(lost.id);
     await app.deps.db.deleteFrom('jobs').where('kind', '=', 'delete_user').execute();
+    // The only Owner of a group: only a hard deletion may go on.
+    const gaveUp = await makeUser(app);
+    const group = await makeGroup(app, gaveUp);
+    await api().Users.remove(gaveUp.id, { hardDelete: true });
+    await app.deps.db.updateTable('jobs').set({ state: 'failed' }).where('kind', '=', 'delete_user').execute();
     await new Worker(app.deps, JOB_KINDS).drain({ recover: true });
-    expect(await stateOf(user.id)).toBeUndefined();
+    expect(await stateOf(lost.id)).toBeUndefined();
+    expect(await stateOf(gaveUp.id)).toBeUndefined();
+    expectStatus(await app.request(`/groups/${group.id}`, { token: adminToken }), 404, 'hard deletion kept');
   });
 
   it('lets a group keep its other owners when one is deleted', async () => {
