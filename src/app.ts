@@ -28,6 +28,7 @@ import { registerStorageMoveRoutes } from './api/storage-moves.js';
 import { registerTagWriteRoutes } from './api/tag-writes.js';
 import { registerTagRoutes } from './api/tags.js';
 import { registerTokenRoutes } from './api/tokens.js';
+import { registerUserLifecycleRoutes } from './api/user-lifecycle.js';
 import { registerUserRoutes } from './api/users.js';
 import { registerVersionRoutes } from './api/version.js';
 import type { AppState } from './http/context.js';
@@ -55,6 +56,7 @@ const isGrapePath = (path: string) => path === '/api' || path.startsWith('/api/'
 export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerVersionRoutes,
   registerUserRoutes,
+  registerUserLifecycleRoutes,
   registerTokenRoutes,
   registerNamespaceRoutes,
   registerGroupRoutes,

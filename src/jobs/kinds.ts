@@ -6,6 +6,7 @@ import { oauthPruneJob } from './oauth.js';
 import { pagesDomainsVerificationJob, pagesDomainVerifyJob } from './pages-domains.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
 import { bulkStorageMoveJob, storageMoveJob } from './storage-move.js';
+import { deleteUserJob } from './user-deletion.js';
 import type { JobKind } from './worker.js';
 
 /** Every job kind the server runs; a new kind of background work adds itself here. */
@@ -23,4 +24,5 @@ export const JOB_KINDS: JobKind[] = [
   pagesDomainVerifyJob,
   eventsRetentionJob,
   eventsPurgeJob,
+  deleteUserJob,
 ];
