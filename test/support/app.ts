@@ -31,7 +31,7 @@ export interface RequestOptions {
   method?: string;
   token?: string;
   headers?: Record<string, string>;
-  /** JSON body (objects) or a raw form body (URLSearchParams). */
+  /** JSON body (objects), a raw form body (URLSearchParams) or raw bytes (Blob). */
   body?: unknown;
   query?: Record<string, string | number | boolean | (string | number)[]>;
 }
@@ -153,8 +153,9 @@ export async function startTestApp(options: TestAppOptions = {}) {
     }
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers['PRIVATE-TOKEN'] = opts.token;
-    let body: string | URLSearchParams | undefined;
-    if (opts.body instanceof URLSearchParams) body = opts.body;
+    let body: string | URLSearchParams | Blob | undefined;
+    // Form bodies and raw bytes (a Blob, typed by the caller's Content-Type) go as they are.
+    if (opts.body instanceof URLSearchParams || opts.body instanceof Blob) body = opts.body;
     else if (opts.body !== undefined) {
       body = JSON.stringify(opts.body);
       headers['Content-Type'] = 'application/json';

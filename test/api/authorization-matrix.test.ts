@@ -1,0 +1,885 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_MODULES, API_PREFIX } from '../../src/app.js';
+import type { Namespace, Project, User, Visibility } from '../../src/db/schema.js';
+import { ApiRouter, type Operation } from '../../src/http/route.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import {
+  addMember,
+  makeGroup,
+  makeProject,
+  makeSampleProject,
+  makeToken,
+  makeUser,
+  ROLES,
+} from '../support/factories.js';
+
+/**
+ * The authorization matrix (issue 23): every route of the route table (the source of the OpenAPI
+ * document, so a new route cannot be missed) is called by every persona on a public, an internal
+ * and a private project or group, and the status must be the one GitLab's policies give. The
+ * expected answers are the RULES table below, one compact rule per route expanded by `expected`;
+ * a route missing from the table fails the test.
+ *
+ * What each persona is:
+ * - anonymous: no credentials; blocked: a Maintainer whose account is blocked;
+ * - non-member: a signed-in user with no membership;
+ * - guest … owner: a member of the subject's group with that role (projects inherit it);
+ * - admin: an administrator (admin mode off, the default);
+ * - read_api, read_user, read_repository: a Maintainer's token with only that scope.
+ */
+
+const PERSONAS = [
+  'anonymous',
+  'blocked',
+  'non-member',
+  'guest',
+  'reporter',
+  'developer',
+  'maintainer',
+  'owner',
+  'admin',
+  'read_api',
+  'read_user',
+  'read_repository',
+] as const;
+type PersonaName = (typeof PERSONAS)[number];
+type RoleName = 'guest' | 'reporter' | 'developer' | 'maintainer' | 'owner';
+
+/**
+ * Who may call a route, above the subject's visibility:
+ * - `any`: whoever can see the subject (anonymous callers included where the route allows them);
+ * - `signed`: any signed-in user who can see the subject;
+ * - `code`: who may read the repository: anyone who sees a public or internal project, Reporters
+ *   and above on a private one (GitLab's download_code; guests are excluded on private projects);
+ * - a role: members with at least that role, and administrators;
+ * - `admin`: administrators only, checked before anything else (403 for every other user).
+ */
+type Min = 'any' | 'signed' | 'code' | RoleName | 'admin';
+
+type Values = Record<string, string>;
+
+interface Rule {
+  /** What `:id` names and whose visibility matters; `none` runs once (instance and user routes). */
+  on: 'project' | 'group' | 'none';
+  min: Min;
+  /** Scopes this route accepts besides api and read_api (GET) — GitLab's allow_access_with_scope. */
+  scopes?: ('read_user' | 'read_repository' | 'any')[];
+  /** Path values made fresh for each request (a target that a successful call consumes). */
+  fresh?: (w: World, visibility: Visibility) => Promise<Values>;
+  body?: (n: number, fresh: Values) => Record<string, unknown>;
+  query?: Record<string, string | string[]>;
+  /**
+   * Per-persona answers that differ from what `min` gives (each a GitLab fact, commented), for
+   * personas whose credentials were accepted.
+   */
+  override?: Partial<Record<PersonaName, number | 'ok'>>;
+  /** A raw body of another type (the error tracking collector's envelopes). */
+  raw?: () => { body: string; type: string };
+  /** What allowed callers get when it is not a 2xx (a check after authorization that the data fails). */
+  allowed?: number;
+  /** The status denied members get: 403 unless the route hides what they may not use (404). */
+  denied?: number;
+  /** The persona mints a fresh token of its own for each request (routes that revoke the caller's token). */
+  ownToken?: boolean;
+}
+
+interface Persona {
+  name: PersonaName;
+  user: User | null;
+  scopes: string[];
+  token: string | undefined;
+  /** The access level the persona's user has on every subject (0 when none). */
+  level: number;
+}
+
+interface World {
+  admin: User;
+  adminToken: string;
+  personas: Persona[];
+  groups: Record<Visibility, Namespace>;
+  projects: Record<Visibility, Project>;
+  /** A plain user to be the target of user routes. */
+  target: User;
+  values: Values;
+  counter: () => number;
+}
+
+const VISIBILITIES: Visibility[] = ['public', 'internal', 'private'];
+const ROLE_LEVEL: Record<RoleName, number> = ROLES;
+
+let app: TestApp;
+let world: World;
+
+async function adminRequest(path: string, method: string, body?: unknown) {
+  const res = await app.request(path, { method, token: world.adminToken, body });
+  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+const n = () => world.counter();
+
+/** A fresh branch of the project of `visibility`. */
+async function freshBranch(w: World, v: Visibility): Promise<Values> {
+  const name = `fresh-${n()}`;
+  await adminRequest(`/projects/${w.projects[v].id}/repository/branches`, 'POST', { branch: name, ref: 'main' });
+  return { branch: name };
+}
+
+async function freshTag(w: World, v: Visibility): Promise<Values> {
+  const name = `fresh-${n()}`;
+  await adminRequest(`/projects/${w.projects[v].id}/repository/tags`, 'POST', { tag_name: name, ref: 'main' });
+  return { tag_name: name };
+}
+
+async function freshFile(w: World, v: Visibility): Promise<Values> {
+  const path = `fresh/file-${n()}.txt`;
+  await adminRequest(`/projects/${w.projects[v].id}/repository/files/${encodeURIComponent(path)}`, 'POST', {
+    branch: 'matrix',
+    content: 'x',
+    commit_message: 'fresh file',
+  });
+  return { file_path: path };
+}
+
+/** A fresh group of `visibility` with every persona a member at its level. */
+async function freshGroup(w: World, v: Visibility): Promise<Namespace> {
+  const group = await makeGroup(app, w.admin, { visibility: v });
+  for (const persona of w.personas) {
+    if (persona.user && persona.level > 0) {
+      await addMember(app, { type: 'group', id: group.id }, persona.user, persona.level);
+    }
+  }
+  return group;
+}
+
+/** A fresh guest member of the subject (group of the visibility, or its project). */
+async function freshMember(w: World, v: Visibility, type: 'project' | 'group'): Promise<Values> {
+  const user = await quickUser();
+  const id = type === 'project' ? w.projects[v].id : w.groups[v].id;
+  await addMember(app, { type, id }, user, ROLES.guest);
+  return { user_id: String(user.id) };
+}
+
+/** A fresh user who requested access to the subject. */
+async function freshRequester(w: World, v: Visibility, type: 'project' | 'group', existing?: User): Promise<Values> {
+  const user = existing ?? (await quickUser());
+  const now = app.deps.clock.now();
+  await app.deps.db
+    .insertInto('members')
+    .values({
+      source_type: type,
+      source_id: type === 'project' ? w.projects[v].id : w.groups[v].id,
+      user_id: user.id,
+      access_level: ROLES.developer,
+      expires_at: null,
+      created_by_id: null,
+      requested_at: now,
+      invite_source: null,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  return { user_id: String(user.id) };
+}
+
+/** A user without a password (scrypt is slow on purpose). */
+const quickUser = () => makeUser(app, { randomPassword: false });
+
+async function freshUser(state?: 'blocked_pending_approval'): Promise<Values> {
+  return { id: String((await makeUser(app, { randomPassword: false, state })).id) };
+}
+
+const ADMIN_404 = { admin: 404 };
+const MEMBERS_403 = { guest: 403, reporter: 403, developer: 403, maintainer: 403, owner: 403, admin: 403 };
+const BULK_MOVE = { source_storage_name: 'default', destination_storage_name: 'second' };
+
+/** Every signed-in persona but the token's owner (the Maintainer) and administrators gets `status`. */
+function notOwner(status: number): Partial<Record<PersonaName, number>> {
+  return { 'non-member': status, guest: status, reporter: status, developer: status, owner: status, read_api: status };
+}
+
+const SENTRY_EVENT = {
+  event_id: 'b'.repeat(32),
+  platform: 'node',
+  timestamp: 1764147600.5,
+  exception: { values: [{ type: 'TypeError', value: 'x is not a function' }] },
+};
+
+/** The public project with its client key, for the error tracking collector. */
+async function collector(w: World): Promise<Values> {
+  return { id: String(w.projects.public.id) };
+}
+
+/** The routes and who may call them (GitLab's policies; lib/api/*.rb before blocks). */
+const RULES: Record<string, Rule> = {
+  // Instance and users (lib/api/version.rb, metadata.rb, users.rb, user.rb).
+  'get /version': { on: 'none', min: 'signed', scopes: ['read_user'] },
+  'get /metadata': { on: 'none', min: 'signed', scopes: ['read_user'] },
+  'get /user': { on: 'none', min: 'signed', scopes: ['read_user'] },
+  // Anonymous callers must name a username (users.rb: read_users_list && username), and may not
+  // read a user by id (forbidden! 'Not authorized!' unless current_user).
+  'get /users': { on: 'none', min: 'any', scopes: ['read_user'], override: { anonymous: 403 } },
+  'get /users/:id': { on: 'none', min: 'any', scopes: ['read_user'], override: { anonymous: 403 } },
+  'post /users': {
+    on: 'none',
+    min: 'admin',
+    body: (i) => ({
+      email: `new${i}@example.com`,
+      name: `New ${i}`,
+      username: `new-${i}`,
+      password: 'Long-pass-12345',
+    }),
+  },
+  'put /users/:id': { on: 'none', min: 'admin', body: () => ({ bio: 'changed' }) },
+  'post /users/:user_id/personal_access_tokens': {
+    on: 'none',
+    min: 'admin',
+    body: () => ({ name: 'made by admin', scopes: ['read_api'] }),
+  },
+  'delete /users/:id': { on: 'none', min: 'admin', fresh: () => freshUser() },
+  'post /users/:id/block': { on: 'none', min: 'admin', fresh: () => freshUser() },
+  'post /users/:id/unblock': { on: 'none', min: 'admin', fresh: () => freshUser() },
+  'post /users/:id/deactivate': { on: 'none', min: 'admin', fresh: () => freshUser() },
+  'post /users/:id/activate': { on: 'none', min: 'admin', fresh: () => freshUser() },
+  'post /users/:id/ban': { on: 'none', min: 'admin', fresh: () => freshUser() },
+  'post /users/:id/unban': {
+    on: 'none',
+    min: 'admin',
+    fresh: async () => {
+      const user = await freshUser();
+      await adminRequest(`/users/${user.id}/ban`, 'POST');
+      return user;
+    },
+  },
+  'post /users/:id/approve': { on: 'none', min: 'admin', fresh: () => freshUser('blocked_pending_approval') },
+  'post /users/:id/reject': { on: 'none', min: 'admin', fresh: () => freshUser('blocked_pending_approval') },
+  // Served by projects.rb, which allows no read_user.
+  'get /users/:user_id/projects': { on: 'none', min: 'any' },
+  'get /users/:user_id/memberships': { on: 'none', min: 'admin' },
+  'get /users/:user_id/impersonation_tokens': { on: 'none', min: 'admin' },
+  'post /users/:user_id/impersonation_tokens': {
+    on: 'none',
+    min: 'admin',
+    body: () => ({ name: 'imp', scopes: ['api'] }),
+  },
+  'get /users/:user_id/impersonation_tokens/:impersonation_token_id': { on: 'none', min: 'admin' },
+  'delete /users/:user_id/impersonation_tokens/:impersonation_token_id': {
+    on: 'none',
+    min: 'admin',
+    fresh: async (w) => {
+      const token = await adminRequest(`/users/${w.target.id}/impersonation_tokens`, 'POST', {
+        name: 'gone',
+        scopes: ['api'],
+      });
+      return { impersonation_token_id: String(token.id) };
+    },
+  },
+  // Personal access tokens (lib/api/personal_access_tokens.rb): a user's own tokens; any scope
+  // may read and revoke the token it is (self).
+  'get /personal_access_tokens': { on: 'none', min: 'signed' },
+  'get /personal_access_tokens/self': { on: 'none', min: 'signed', scopes: ['any'] },
+  'delete /personal_access_tokens/self': { on: 'none', min: 'signed', scopes: ['any'], ownToken: true },
+  // The target is the Maintainer persona's token: only its owner and administrators may read or
+  // revoke it; others get 401 (unauthorized! unless allowed) and 400 (the revoke service fails).
+  'get /personal_access_tokens/:id': { on: 'none', min: 'signed', override: notOwner(401) },
+  'delete /personal_access_tokens/:id': {
+    on: 'none',
+    min: 'signed',
+    override: notOwner(400),
+    fresh: async (w) => {
+      const maintainer = w.personas.find((p) => p.name === 'maintainer') as Persona;
+      await makeToken(app, maintainer.user as User, ['api'], { name: `gone${n()}` });
+      const list = await app.request('/personal_access_tokens', {
+        token: w.adminToken,
+        query: { user_id: String(maintainer.user?.id), search: 'gone' },
+      });
+      return { id: String(list.body[0].id) };
+    },
+  },
+  // Namespaces (lib/api/namespaces.rb).
+  'get /namespaces': { on: 'none', min: 'signed' },
+  // read_namespace_via_membership: members (Guest and up) only, a public group is not enough.
+  'get /namespaces/:id': { on: 'group', min: 'guest', denied: 404 },
+  'get /namespaces/:id/exists': { on: 'none', min: 'signed' },
+  // Groups (lib/api/groups.rb; GroupPolicy).
+  'get /groups': { on: 'none', min: 'any' },
+  'get /groups/:id': { on: 'group', min: 'any' },
+  'post /groups': { on: 'none', min: 'signed', body: (i) => ({ name: `g${i}`, path: `matrix-g${i}` }) },
+  'put /groups/:id': { on: 'group', min: 'owner', body: () => ({ description: 'changed' }) },
+  'delete /groups/:id': {
+    on: 'group',
+    min: 'owner',
+    fresh: async (w, v) => ({ id: String((await freshGroup(w, v)).id) }),
+  },
+  'get /groups/:id/subgroups': { on: 'group', min: 'any' },
+  'get /groups/:id/descendant_groups': { on: 'group', min: 'any' },
+  'get /groups/:id/projects': { on: 'group', min: 'any' },
+  // Projects (lib/api/projects.rb; ProjectPolicy).
+  'get /projects': { on: 'none', min: 'any' },
+  'get /projects/:id': { on: 'project', min: 'any' },
+  'post /projects': { on: 'none', min: 'signed', body: (i) => ({ name: `p${i}`, path: `matrix-p${i}` }) },
+  'put /projects/:id': { on: 'project', min: 'maintainer', body: () => ({ description: 'changed' }) },
+  'delete /projects/:id': {
+    on: 'project',
+    min: 'owner',
+    fresh: async (w, v) => ({
+      id: String((await makeProject(app, w.admin, { namespace: w.groups[v], visibility: v })).id),
+    }),
+  },
+  // Repository reads (lib/api/repositories.rb, files.rb, branches.rb, tags.rb, commits.rb:
+  // authorize_read_code! / download_code).
+  'get /projects/:id/repository/tree': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/blobs/:sha': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/blobs/:sha/raw': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/archive': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/archive.:format': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/compare': { on: 'project', min: 'code', query: { from: 'v1.0.0', to: 'main' } },
+  'get /projects/:id/repository/commits/:sha/diff': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/contributors': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/merge_base': { on: 'project', min: 'code', query: { refs: ['main', 'v1.0.0'] } },
+  'get /projects/:id/repository/commits': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/commits/:sha': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/files/:file_path': {
+    on: 'project',
+    min: 'code',
+    query: { ref: 'main' },
+    scopes: ['read_repository'],
+  },
+  'get /projects/:id/repository/files/:file_path/raw': {
+    on: 'project',
+    min: 'code',
+    query: { ref: 'main' },
+    scopes: ['read_repository'],
+  },
+  'get /projects/:id/repository/branches': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/branches/:branch': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/tags': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/tags/:tag_name': { on: 'project', min: 'code' },
+  'get /projects/:id/repository/changelog': { on: 'project', min: 'code', query: { version: '9.9.9' } },
+  // Repository writes (push_code: Developers; deleting a tag or many branches: Maintainers).
+  'post /projects/:id/repository/files/:file_path': {
+    on: 'project',
+    min: 'developer',
+    fresh: async () => ({ file_path: `new/file-${n()}.txt` }),
+    body: () => ({ branch: 'matrix', content: 'x', commit_message: 'matrix' }),
+  },
+  'put /projects/:id/repository/files/:file_path': {
+    on: 'project',
+    min: 'developer',
+    body: (i) => ({ branch: 'matrix', content: `x${i}`, commit_message: 'matrix' }),
+  },
+  'delete /projects/:id/repository/files/:file_path': {
+    on: 'project',
+    min: 'developer',
+    fresh: freshFile,
+    body: () => ({ branch: 'matrix', commit_message: 'matrix' }),
+  },
+  'post /projects/:id/repository/commits': {
+    on: 'project',
+    min: 'developer',
+    body: (i) => ({
+      branch: 'matrix',
+      commit_message: 'matrix',
+      actions: [{ action: 'create', file_path: `commits/${i}.txt`, content: 'x' }],
+    }),
+  },
+  'post /projects/:id/repository/branches': {
+    on: 'project',
+    min: 'developer',
+    body: (i) => ({ branch: `new-${i}`, ref: 'main' }),
+  },
+  'delete /projects/:id/repository/branches/:branch': { on: 'project', min: 'developer', fresh: freshBranch },
+  // branches.rb answers 202 to whoever may read the code; the worker then does nothing without push_code.
+  'delete /projects/:id/repository/merged_branches': { on: 'project', min: 'code' },
+  'post /projects/:id/repository/tags': {
+    on: 'project',
+    min: 'developer',
+    body: (i) => ({ tag_name: `new-${i}`, ref: 'main' }),
+  },
+  // admin_tag is a Developer ability (protected tags aside).
+  'delete /projects/:id/repository/tags/:tag_name': { on: 'project', min: 'developer', fresh: freshTag },
+  'post /projects/:id/repository/changelog': {
+    on: 'project',
+    min: 'developer',
+    body: (i) => ({ version: `${i}.0.0`, to: 'main', from: 'v1.0.0', branch: 'matrix' }),
+  },
+  // Instance administration.
+  'get /application/settings': { on: 'none', min: 'admin' },
+  'put /application/settings': { on: 'none', min: 'admin', body: () => ({ after_sign_out_path: '' }) },
+  'get /application/plan_limits': { on: 'none', min: 'admin' },
+  'put /application/plan_limits': { on: 'none', min: 'admin', body: () => ({ plan_name: 'default' }) },
+  'get /audit_events': { on: 'none', min: 'admin' },
+  'get /audit_events/:id': { on: 'none', min: 'admin' },
+  'post /admin/security/advisories': {
+    on: 'none',
+    min: 'admin',
+    body: () => ({
+      advisories: [
+        {
+          id: 'GHSA-matrix',
+          modified: '2024-01-01T00:00:00Z',
+          affected: [{ package: { ecosystem: 'npm', name: 'left-pad' }, versions: ['1.0.0'] }],
+        },
+      ],
+    }),
+  },
+  'post /applications': {
+    on: 'none',
+    min: 'admin',
+    body: (i) => ({ name: `app${i}`, redirect_uri: 'https://example.com/cb', scopes: 'api' }),
+  },
+  'get /applications': { on: 'none', min: 'admin' },
+  'delete /applications/:id': {
+    on: 'none',
+    min: 'admin',
+    fresh: async () => {
+      const created = await adminRequest('/applications', 'POST', {
+        name: 'gone',
+        redirect_uri: 'https://example.com/cb',
+        scopes: 'api',
+      });
+      return { id: String(created.id) };
+    },
+  },
+  // Pages domains (lib/api/pages_domains.rb: Maintainers; the instance list: administrators).
+  'get /pages/domains': { on: 'none', min: 'admin' },
+  'get /projects/:id/pages/domains': { on: 'project', min: 'maintainer' },
+  'get /projects/:id/pages/domains/:domain': { on: 'project', min: 'maintainer' },
+  'post /projects/:id/pages/domains': {
+    on: 'project',
+    min: 'maintainer',
+    body: (i) => ({ domain: `d${i}.matrix.example` }),
+  },
+  'put /projects/:id/pages/domains/:domain': { on: 'project', min: 'maintainer' },
+  // The made-up domain has no TXT record: allowed callers get the verification's 400.
+  'put /projects/:id/pages/domains/:domain/verify': { on: 'project', min: 'maintainer', allowed: 400 },
+  'delete /projects/:id/pages/domains/:domain': {
+    on: 'project',
+    min: 'maintainer',
+    fresh: async (w, v) => {
+      const domain = `gone${n()}.matrix.example`;
+      await adminRequest(`/projects/${w.projects[v].id}/pages/domains`, 'POST', { domain });
+      return { domain };
+    },
+  },
+  // Error tracking (lib/api/error_tracking/*.rb: admin_operations, Maintainers).
+  'get /projects/:id/error_tracking/settings': { on: 'project', min: 'maintainer' },
+  'patch /projects/:id/error_tracking/settings': {
+    on: 'project',
+    min: 'maintainer',
+    body: () => ({ active: true }),
+  },
+  'put /projects/:id/error_tracking/settings': {
+    on: 'project',
+    min: 'maintainer',
+    body: () => ({ active: true, integrated: true }),
+  },
+  'get /projects/:id/error_tracking/client_keys': { on: 'project', min: 'maintainer' },
+  'post /projects/:id/error_tracking/client_keys': { on: 'project', min: 'maintainer' },
+  'delete /projects/:id/error_tracking/client_keys/:key_id': {
+    on: 'project',
+    min: 'maintainer',
+    fresh: async (w, v) => {
+      const key = await adminRequest(`/projects/${w.projects[v].id}/error_tracking/client_keys`, 'POST');
+      return { key_id: String(key.id) };
+    },
+  },
+  // Dependencies (lib/api/dependencies.rb: read_dependency, Reporters and up).
+  'get /projects/:id/dependencies': { on: 'project', min: 'code' },
+  // Storage moves (administrators).
+  'get /project_repository_storage_moves': { on: 'none', min: 'admin' },
+  // (Move 999 does not exist and Depot has no snippets: administrators get 404 there.)
+  'get /project_repository_storage_moves/:repository_storage_move_id': {
+    on: 'none',
+    min: 'admin',
+    override: ADMIN_404,
+  },
+  'post /project_repository_storage_moves': { on: 'none', min: 'admin', body: () => BULK_MOVE },
+  'get /projects/:id/repository_storage_moves': { on: 'project', min: 'admin' },
+  'get /projects/:id/repository_storage_moves/:repository_storage_move_id': {
+    on: 'project',
+    min: 'admin',
+    override: ADMIN_404,
+  },
+  'post /projects/:id/repository_storage_moves': {
+    on: 'project',
+    min: 'admin',
+    body: () => ({ destination_storage_name: 'second' }),
+  },
+  'get /snippet_repository_storage_moves': { on: 'none', min: 'admin' },
+  'get /snippet_repository_storage_moves/:repository_storage_move_id': {
+    on: 'none',
+    min: 'admin',
+    override: ADMIN_404,
+  },
+  'post /snippet_repository_storage_moves': { on: 'none', min: 'admin', body: () => BULK_MOVE },
+  'get /snippets/:id/repository_storage_moves': { on: 'none', min: 'admin', override: ADMIN_404 },
+  'get /snippets/:id/repository_storage_moves/:repository_storage_move_id': {
+    on: 'none',
+    min: 'admin',
+    override: ADMIN_404,
+  },
+  'post /snippets/:id/repository_storage_moves': { on: 'none', min: 'admin', override: ADMIN_404 },
+  'get /group_repository_storage_moves': { on: 'none', min: 'admin' },
+  'get /group_repository_storage_moves/:repository_storage_move_id': { on: 'none', min: 'admin', override: ADMIN_404 },
+  'post /group_repository_storage_moves': { on: 'none', min: 'admin', body: () => BULK_MOVE },
+  'get /groups/:id/repository_storage_moves': { on: 'group', min: 'admin' },
+  'get /groups/:id/repository_storage_moves/:repository_storage_move_id': {
+    on: 'group',
+    min: 'admin',
+    override: ADMIN_404,
+  },
+  'post /groups/:id/repository_storage_moves': {
+    on: 'group',
+    min: 'admin',
+    body: () => ({ destination_storage_name: 'second' }),
+  },
+  // Billable members and LDAP overrides (EE lib/api/members.rb: admin_group_member, Owners).
+  // (bad_request! unless admin_group_member: denied members get 400.)
+  'get /groups/:id/billable_members': { on: 'group', min: 'owner', denied: 400 },
+  'get /groups/:id/billable_members/:user_id/memberships': { on: 'group', min: 'owner', denied: 400 },
+  'delete /groups/:id/billable_members/:user_id': {
+    on: 'group',
+    min: 'owner',
+    denied: 400,
+    fresh: (w, v) => freshMember(w, v, 'group'),
+  },
+  // The groups are not LDAP-synced, so no one may override (override_group_member needs it).
+  'post /groups/:id/members/:user_id/override': { on: 'group', min: 'owner', override: { owner: 403, admin: 403 } },
+  'delete /groups/:id/members/:user_id/override': { on: 'group', min: 'owner', override: { owner: 403, admin: 403 } },
+  // Members (lib/api/members.rb: read_group_member / read_project_member for anyone who sees the
+  // source; admin_group_member Owners, admin_project_member Maintainers).
+  'get /groups/:id/members': { on: 'group', min: 'signed' },
+  'get /groups/:id/members/all': { on: 'group', min: 'signed' },
+  'get /groups/:id/members/all/:user_id': { on: 'group', min: 'signed' },
+  'get /groups/:id/members/:user_id': { on: 'group', min: 'signed' },
+  'post /groups/:id/members': {
+    on: 'group',
+    min: 'owner',
+    fresh: async () => ({ user_id: String((await quickUser()).id) }),
+    body: (_, fresh) => ({ user_id: fresh.user_id ?? world.values.user, access_level: ROLES.developer }),
+  },
+  'put /groups/:id/members/:user_id': {
+    on: 'group',
+    min: 'owner',
+    fresh: (w, v) => freshMember(w, v, 'group'),
+    body: () => ({ access_level: ROLES.developer }),
+  },
+  'delete /groups/:id/members/:user_id': {
+    on: 'group',
+    min: 'owner',
+    fresh: (w, v) => freshMember(w, v, 'group'),
+  },
+  'get /projects/:id/members': { on: 'project', min: 'signed' },
+  'get /projects/:id/members/all': { on: 'project', min: 'signed' },
+  'get /projects/:id/members/all/:user_id': { on: 'project', min: 'signed' },
+  'get /projects/:id/members/:user_id': { on: 'project', min: 'signed' },
+  'post /projects/:id/members': {
+    on: 'project',
+    min: 'maintainer',
+    fresh: async () => ({ user_id: String((await quickUser()).id) }),
+    body: (_, fresh) => ({ user_id: fresh.user_id ?? world.values.user, access_level: ROLES.developer }),
+  },
+  'put /projects/:id/members/:user_id': {
+    on: 'project',
+    min: 'maintainer',
+    fresh: (w, v) => freshMember(w, v, 'project'),
+    body: () => ({ access_level: ROLES.developer }),
+  },
+  'delete /projects/:id/members/:user_id': {
+    on: 'project',
+    min: 'maintainer',
+    fresh: (w, v) => freshMember(w, v, 'project'),
+  },
+  // Access requests (lib/api/access_requests.rb): listing and deciding need admin_*_member; a
+  // request is made by a signed-in user who is not yet a member.
+  'get /groups/:id/access_requests': { on: 'group', min: 'owner' },
+  // request_access: signed-in users who are not members; members and administrators may not.
+  'post /groups/:id/access_requests': { on: 'group', min: 'signed', override: MEMBERS_403 },
+  'put /groups/:id/access_requests/:user_id/approve': {
+    on: 'group',
+    min: 'owner',
+    fresh: (w, v) => freshRequester(w, v, 'group'),
+  },
+  'delete /groups/:id/access_requests/:user_id': {
+    on: 'group',
+    min: 'owner',
+    fresh: (w, v) => freshRequester(w, v, 'group'),
+  },
+  'get /projects/:id/access_requests': { on: 'project', min: 'maintainer' },
+  'post /projects/:id/access_requests': { on: 'project', min: 'signed', override: MEMBERS_403 },
+  'put /projects/:id/access_requests/:user_id/approve': {
+    on: 'project',
+    min: 'maintainer',
+    fresh: (w, v) => freshRequester(w, v, 'project'),
+  },
+  'delete /projects/:id/access_requests/:user_id': {
+    on: 'project',
+    min: 'maintainer',
+    fresh: (w, v) => freshRequester(w, v, 'project'),
+  },
+  // Events (lib/api/events.rb).
+  'get /events': { on: 'none', min: 'signed', scopes: ['read_user'] },
+  'get /users/:id/events': { on: 'none', min: 'any', scopes: ['read_user'] },
+  'get /projects/:id/events': { on: 'project', min: 'any' },
+  // Error tracking collector: authenticated by the client key (GitLab's Sentry DSN), not by users.
+  'post /error_tracking/collector/api/:id/envelope': {
+    on: 'none',
+    min: 'any',
+    fresh: collector,
+    raw: () => ({
+      type: 'application/x-sentry-envelope',
+      body: [{ event_id: 'a'.repeat(32) }, { type: 'event' }, SENTRY_EVENT]
+        .map((line) => JSON.stringify(line))
+        .join('\n'),
+    }),
+  },
+  'post /error_tracking/collector/api/:id/store': {
+    on: 'none',
+    min: 'any',
+    fresh: collector,
+    raw: () => ({ type: 'application/json', body: JSON.stringify(SENTRY_EVENT) }),
+  },
+};
+
+function levelOf(persona: Persona, rule: Rule): number {
+  if (rule.on === 'none') return 0;
+  return persona.level;
+}
+
+/** Whether the persona sees the subject (GitLab: public to all, internal to users, private to members). */
+function sees(persona: Persona, rule: Rule, visibility: Visibility): boolean {
+  if (rule.on === 'none') return true;
+  if (persona.user?.admin) return true;
+  if (visibility === 'public') return true;
+  if (visibility === 'internal') return persona.user !== null;
+  return levelOf(persona, rule) >= ROLES.guest;
+}
+
+/** The status GitLab answers, or 'ok' for any 2xx. */
+function expected(op: Operation, rule: Rule, persona: Persona, visibility: Visibility): number | 'ok' {
+  const read = op.method === 'get';
+  // Credentials first (api_guard): blocked users, then the token's scopes.
+  if (persona.name === 'blocked') return 403;
+  const scope = persona.scopes[0];
+  if (scope === 'read_api' && !read && !rule.scopes?.includes('any')) return 403;
+  if (scope === 'read_user' && !(read && rule.scopes?.includes('read_user')) && !rule.scopes?.includes('any'))
+    return 403;
+  if (
+    scope === 'read_repository' &&
+    !(read && rule.scopes?.includes('read_repository')) &&
+    !rule.scopes?.includes('any')
+  )
+    return 403;
+  if (!persona.user) {
+    if (op.auth === 'required' || rule.min === 'admin') return 401;
+  }
+  const override = rule.override?.[persona.name];
+  if (override !== undefined) return override;
+  const admin = persona.user?.admin === true;
+  // authenticated_as_admin! runs before the subject is loaded: 403 whatever the user may see.
+  if (rule.min === 'admin') return admin ? 'ok' : 403;
+  if (!sees(persona, rule, visibility)) return persona.user ? 404 : op.auth === 'required' ? 401 : 404;
+  if (admin) return 'ok';
+  const level = levelOf(persona, rule);
+  switch (rule.min) {
+    case 'any':
+      return 'ok';
+    case 'signed':
+      return persona.user ? 'ok' : 401;
+    case 'code':
+      return visibility !== 'private' || level >= ROLES.reporter ? 'ok' : 403;
+    default:
+      return level >= ROLE_LEVEL[rule.min] ? 'ok' : (rule.denied ?? 403);
+  }
+}
+
+beforeAll(async () => {
+  app = await startTestApp({ storages: ['second'] });
+  const admin = await makeUser(app, { admin: true });
+  const adminToken = await makeToken(app, admin);
+  let count = 0;
+  const groups = {} as Record<Visibility, Namespace>;
+  const projects = {} as Record<Visibility, Project>;
+  for (const v of VISIBILITIES) {
+    groups[v] = await makeGroup(app, admin, { visibility: v });
+    projects[v] = (await makeSampleProject(app, admin, { namespace: groups[v], visibility: v })).project;
+  }
+  const personas: Persona[] = [];
+  const levels: Partial<Record<PersonaName, number>> = {
+    blocked: ROLES.maintainer,
+    guest: ROLES.guest,
+    reporter: ROLES.reporter,
+    developer: ROLES.developer,
+    maintainer: ROLES.maintainer,
+    owner: ROLES.owner,
+    read_api: ROLES.maintainer,
+    read_user: ROLES.maintainer,
+    read_repository: ROLES.maintainer,
+  };
+  for (const name of PERSONAS) {
+    if (name === 'anonymous') {
+      personas.push({ name, user: null, scopes: [], token: undefined, level: 0 });
+      continue;
+    }
+    const user = name === 'admin' ? admin : await makeUser(app);
+    const level = levels[name] ?? 0;
+    for (const v of VISIBILITIES) if (level > 0) await addMember(app, { type: 'group', id: groups[v].id }, user, level);
+    const scopes = name.startsWith('read_') ? [name] : ['api'];
+    personas.push({ name, user, scopes, token: await makeToken(app, user, scopes), level });
+  }
+  const target = await makeUser(app);
+  world = {
+    admin,
+    adminToken,
+    personas,
+    groups,
+    projects,
+    target,
+    values: {},
+    counter: () => {
+      count += 1;
+      return count;
+    },
+  };
+  const blocked = personas.find((p) => p.name === 'blocked') as Persona;
+  await adminRequest(`/users/${blocked.user?.id}/block`, 'POST');
+  const maintainer = personas.find((p) => p.name === 'maintainer') as Persona;
+  const tokens = await app.request('/personal_access_tokens', { token: maintainer.token });
+  const impersonation = await adminRequest(`/users/${target.id}/impersonation_tokens`, 'POST', {
+    name: 'imp',
+    scopes: ['api'],
+  });
+  const tree = await app.request(`/projects/${projects.public.id}/repository/tree`, { token: adminToken });
+  const blob = tree.body.find((entry: { type: string }) => entry.type === 'blob');
+  const commit = await app.request(`/projects/${projects.public.id}/repository/commits/main`, { token: adminToken });
+  const oauthApp = await adminRequest('/applications', 'POST', {
+    name: 'matrix',
+    redirect_uri: 'https://example.com/cb',
+    scopes: 'api',
+  });
+  world.values = {
+    user: String(target.id),
+    token: String(tokens.body[0].id),
+    impersonation_token_id: String(impersonation.id),
+    application: String(oauthApp.id),
+    blob: blob.id,
+    file_path: blob.path,
+    commit: commit.body.id,
+    branch: 'main',
+    tag_name: 'v1.0.0',
+    format: 'zip',
+    repository_storage_move_id: '999',
+  };
+  const member = await makeUser(app, { randomPassword: false });
+  const requester = await makeUser(app, { randomPassword: false });
+  world.values.member = String(member.id);
+  world.values.requester = String(requester.id);
+  for (const v of VISIBILITIES) {
+    const project = projects[v];
+    await adminRequest(`/projects/${project.id}/pages/domains`, 'POST', { domain: `${v}.matrix.example` });
+    await adminRequest(`/projects/${project.id}/repository/branches`, 'POST', { branch: 'matrix', ref: 'main' });
+    await adminRequest(`/projects/${project.id}/error_tracking/settings`, 'PUT', { active: true, integrated: true });
+    await addMember(app, { type: 'project', id: project.id }, member, ROLES.guest);
+    await addMember(app, { type: 'group', id: groups[v].id }, member, ROLES.guest);
+    for (const type of ['project', 'group'] as const) {
+      await freshRequester(world, v, type, requester);
+    }
+  }
+  // An LDAP-synced membership, which Owners may override (EE members.rb override).
+  await app.deps.db
+    .updateTable('members')
+    .set({ ldap: true })
+    .where('user_id', '=', member.id)
+    .where('source_type', '=', 'group')
+    .execute();
+  const key = await adminRequest(`/projects/${projects.public.id}/error_tracking/client_keys`, 'POST');
+  world.values.sentry_key = key.public_key;
+}, 120_000);
+
+afterAll(async () => {
+  await app?.close();
+});
+
+/** The path of a request, its parameters filled for the subject of `visibility`. */
+function fill(op: Operation, rule: Rule, visibility: Visibility, fresh: Values): string {
+  const relative = op.path.slice(API_PREFIX.length);
+  const resource = relative.split('/')[1] ?? '';
+  const w = world;
+  return relative.replace(/:([a-z_]+)/g, (_, name: string) => {
+    const value = fresh[name];
+    if (value !== undefined) return encodeURIComponent(value);
+    if (name === 'id') {
+      if (rule.on === 'project' || resource === 'projects') return String(w.projects[visibility].id);
+      if (rule.on === 'group' || resource === 'groups' || resource === 'namespaces')
+        return String(w.groups[visibility].id);
+      const byResource: Record<string, string | undefined> = {
+        users: w.values.user,
+        personal_access_tokens: w.values.token,
+        applications: w.values.application,
+      };
+      return byResource[resource] ?? '1';
+    }
+    if (name === 'user_id') {
+      if (rule.on === 'none') return w.values.user as string;
+      // A direct member of the subject, or on access request routes a user waiting for access.
+      return (relative.includes('/access_requests/') ? w.values.requester : w.values.member) as string;
+    }
+    if (name === 'sha') return (op.path.includes('/blobs/') ? w.values.blob : w.values.commit) as string;
+    if (name === 'domain') return `${visibility}.matrix.example`;
+    return encodeURIComponent(w.values[name] ?? '1');
+  });
+}
+
+describe('authorization matrix', () => {
+  it('answers every route for every persona on public, internal and private subjects as GitLab does', async () => {
+    const api = new ApiRouter(API_PREFIX);
+    for (const register of API_MODULES) register(api);
+    const missing = api.operations
+      .map((op) => `${op.method} ${op.path.slice(API_PREFIX.length)}`)
+      .filter((key) => !RULES[key]);
+    expect(missing, 'routes without a rule in the authorization matrix').toEqual([]);
+
+    const mismatches: string[] = [];
+    let checked = 0;
+    for (const op of api.operations) {
+      const key = `${op.method} ${op.path.slice(API_PREFIX.length)}`;
+      const rule = RULES[key] as Rule;
+      const visibilities = rule.on === 'none' ? (['public'] as Visibility[]) : VISIBILITIES;
+      for (const visibility of visibilities) {
+        for (const persona of world.personas) {
+          const want = expected(op, rule, persona, visibility);
+          // Only a call that should succeed consumes its target; the others meet the shared one.
+          const fresh = rule.fresh && want === 'ok' ? await rule.fresh(world, visibility) : {};
+          const path = fill(op, rule, visibility, fresh);
+          let token = persona.token;
+          if (rule.ownToken && persona.user && persona.name !== 'blocked') {
+            token = await makeToken(app, persona.user, persona.scopes);
+          }
+          const raw = rule.raw?.();
+          const res = await app.request(path, {
+            headers: raw ? { 'Content-Type': raw.type } : undefined,
+            method: op.method.toUpperCase(),
+            token,
+            body: raw ? new Blob([raw.body]) : rule.body ? rule.body(world.counter(), fresh) : undefined,
+            query: path.includes('/collector/') ? { sentry_key: world.values.sentry_key as string } : rule.query,
+          });
+          checked += 1;
+          const ok =
+            want === 'ok'
+              ? rule.allowed !== undefined
+                ? res.status === rule.allowed
+                : res.status >= 200 && res.status < 300
+              : res.status === want;
+          if (!ok) {
+            mismatches.push(
+              `${key} [${visibility}] ${persona.name}: want ${want}, got ${res.status} ${res.text.slice(0, 120)}`,
+            );
+          }
+        }
+      }
+    }
+    expect(mismatches, mismatches.join('\n')).toEqual([]);
+    expect(checked).toBeGreaterThan(1000);
+  }, 600_000);
+});
