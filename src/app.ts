@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { registerAccessRequestRoutes } from './api/access-requests.js';
 import { registerApplicationSettingsRoutes } from './api/application-settings.js';
 import { registerApplicationRoutes } from './api/applications.js';
+import { registerApprovalRoutes } from './api/approvals.js';
 import { registerArchiveRoutes } from './api/archive.js';
 import { registerAuditEventRoutes } from './api/audit-events.js';
 import { registerBranchWriteRoutes } from './api/branch-writes.js';
@@ -14,6 +15,7 @@ import { registerCompareRoutes } from './api/compare.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
 import { registerMemberRoutes } from './api/members.js';
+import { registerMergeRequestRoutes } from './api/merge-requests.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
@@ -65,6 +67,8 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerBranchWriteRoutes,
   registerTagWriteRoutes,
   registerChangelogRoutes,
+  registerMergeRequestRoutes,
+  registerApprovalRoutes,
   registerApplicationSettingsRoutes,
   registerPlanLimitRoutes,
   registerAuditEventRoutes,
