@@ -208,6 +208,7 @@ export interface DB {
   repository_housekeeping: RepositoryHousekeepingTable;
   merge_requests: MergeRequestsTable;
   merge_request_approvals: MergeRequestApprovalsTable;
+  merge_request_commits: MergeRequestCommitsTable;
   approval_project_rules: ApprovalProjectRulesTable;
   approval_merge_request_rules: ApprovalMergeRequestRulesTable;
   project_approval_settings: ProjectApprovalSettingsTable;
@@ -247,6 +248,13 @@ export interface MergeRequestsTable {
   closed_at: NullableTimestamp;
   created_at: Timestamp;
   updated_at: Timestamp;
+}
+
+/** The commits a merged merge request brought (for the changelog). */
+export interface MergeRequestCommitsTable {
+  merge_request_id: number;
+  project_id: number;
+  sha: string;
 }
 
 export interface MergeRequestApprovalsTable {

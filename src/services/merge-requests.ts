@@ -1,7 +1,13 @@
 import { insertEvent } from '../db/queries/events.js';
-import { findOpenMergeRequest, insertMergeRequest, updateMergeRequest } from '../db/queries/merge-requests.js';
+import {
+  findOpenMergeRequest,
+  insertMergeRequest,
+  insertMergeRequestCommits,
+  updateMergeRequest,
+} from '../db/queries/merge-requests.js';
 import type { MergeRequest, Project, User } from '../db/schema.js';
 import { GitError } from '../git/errors.js';
+import { listCommits } from '../git/log.js';
 import { commitTreeId, isAncestor, mergeTree, moveRef, writeCommit } from '../git/merge.js';
 import { mergeBase } from '../git/merge-base.js';
 import { deleteRef } from '../git/ref-write.js';
@@ -20,6 +26,9 @@ import { leasedWrite } from './write-leases.js';
 
 /** GitLab answers branch validation errors of a merge request with the messages in an array. */
 const refused = (status: number, message: string) => new ApiError(status, { message: [message] });
+
+/** At most this many commits of a merge request are recorded for the changelog. */
+const MAX_RECORDED_COMMITS = 10_000;
 
 const DRAFT = /^\s*(\[draft\]|\(draft\)|draft:|draft\s+-|\[wip\]|wip:)/i;
 
@@ -324,7 +333,14 @@ export const mergeMergeRequest = leasedWrite(async function mergeMergeRequest(
     }
     throw error;
   }
+  // The commits it brought, for the changelog (GitLab's merge request diff commits).
+  const brought = await listCommits(gitDir, { include: [head], exclude: [target], maxCount: MAX_RECORDED_COMMITS });
   const merged = await deps.db.transaction().execute(async (trx) => {
+    await insertMergeRequestCommits(
+      trx,
+      mr,
+      brought.map((c) => c.id),
+    );
     const row = (await updateMergeRequest(trx, mr.id, {
       state: 'merged',
       merged_by_id: user.id,

@@ -324,3 +324,46 @@ describe('merging', () => {
     ).toBe(406);
   });
 });
+
+describe('changelog entries', () => {
+  it('carry the merge request that brought a commit, by merge commit and by its commits', async () => {
+    const { project, gitDir } = await makeSampleProject(app, owner, { path: 'mr-changelog', visibility: 'private' });
+    const maintainer = await makeProjectMember(app, project, 'maintainer');
+    const start = await git(gitDir, 'rev-parse', 'main');
+    const res = await app.request(`/projects/${project.id}/repository/commits`, {
+      method: 'POST',
+      token: adminToken,
+      body: {
+        branch: 'with-entry',
+        start_branch: 'main',
+        commit_message: 'Add the widget\n\nChangelog: added',
+        actions: [{ action: 'create', file_path: 'widget.txt', content: 'w\n' }],
+      },
+    });
+    expect(res.status).toBe(201);
+    // A commit straight on main with a trailer has no merge request.
+    await app.request(`/projects/${project.id}/repository/commits`, {
+      method: 'POST',
+      token: adminToken,
+      body: {
+        branch: 'main',
+        commit_message: 'Fix the gadget\n\nChangelog: fixed',
+        actions: [{ action: 'create', file_path: 'gadget.txt', content: 'g\n' }],
+      },
+    });
+    const api = client(maintainer.token);
+    await api.MergeRequests.create(project.id, 'with-entry', 'main', 'Widget');
+    await api.MergeRequests.accept(project.id, 1);
+    const changelog = await app.request(`/projects/${project.id}/repository/changelog`, {
+      token: maintainer.token,
+      query: { version: '9.9.9', from: start, to: 'main' },
+    });
+    expect(changelog.status, changelog.text).toBe(200);
+    const notes: string = changelog.body.notes;
+    const mrUrl = `${app.baseUrl}/${project.full_path}/-/merge_requests/1`;
+    expect(notes).toMatch(
+      new RegExp(`Add the widget\\]\\([^)]*\\) \\(\\[merge request\\]\\(${mrUrl.replace(/[.]/g, '\\.')}\\)\\)`),
+    );
+    expect(notes).toMatch(/Fix the gadget\]\([^)]*\)\n/);
+  });
+});

@@ -48,6 +48,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     db,
   );
 
+  // The commits a merge request brought, recorded when it is merged (GitLab's
+  // merge_request_diff_commits), so the changelog finds the merge request of a commit.
+  await db.schema
+    .createTable('merge_request_commits')
+    .addColumn('merge_request_id', 'integer', (c) => c.notNull().references('merge_requests.id').onDelete('cascade'))
+    .addColumn('project_id', 'integer', (c) => c.notNull().references('projects.id').onDelete('cascade'))
+    .addColumn('sha', 'text', (c) => c.notNull())
+    .addPrimaryKeyConstraint('merge_request_commits_pkey', ['merge_request_id', 'sha'])
+    .execute();
+  await sql`CREATE INDEX merge_request_commits_sha ON merge_request_commits (project_id, sha)`.execute(db);
+
   await db.schema
     .createTable('merge_request_approvals')
     .addColumn('id', 'serial', (c) => c.primaryKey())
@@ -112,6 +123,7 @@ export async function down(db: Kysely<unknown>): Promise<void> {
     'approval_merge_request_rules',
     'approval_project_rules',
     'merge_request_approvals',
+    'merge_request_commits',
     'merge_requests',
   ]) {
     await db.schema.dropTable(table).ifExists().execute();

@@ -149,3 +149,77 @@ export function mergeRequestsByMergeCommits(db: Db, projectId: number, shas: str
     )
     .execute();
 }
+
+/** Records the commits a merge request brought (once, when it is merged). */
+export async function insertMergeRequestCommits(
+  db: Db,
+  mr: Pick<MergeRequest, 'id' | 'target_project_id'>,
+  shas: string[],
+): Promise<void> {
+  const BATCH = 1000;
+  for (let i = 0; i < shas.length; i += BATCH) {
+    await db
+      .insertInto('merge_request_commits')
+      .values(
+        shas.slice(i, i + BATCH).map((sha) => ({ merge_request_id: mr.id, project_id: mr.target_project_id, sha })),
+      )
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  }
+}
+
+/**
+ * GitLab's MergeRequests::OldestPerCommitFinder: for each commit, the merged merge request whose
+ * merge, squash or head commit it is, else the oldest merged merge request that brought it.
+ */
+export async function oldestMergedMergeRequestPerCommit(
+  db: Db,
+  projectId: number,
+  shas: string[],
+): Promise<Map<string, MergeRequest>> {
+  const found = new Map<string, MergeRequest>();
+  if (shas.length === 0) return found;
+  const direct = await mergeRequestsByMergeCommits(db, projectId, shas);
+  for (const mr of direct.sort((a, b) => a.id - b.id)) {
+    for (const sha of [mr.merge_commit_sha, mr.squash_commit_sha, mr.sha]) {
+      if (sha && shas.includes(sha) && !found.has(sha)) found.set(sha, mr);
+    }
+  }
+  const rest = shas.filter((sha) => !found.has(sha));
+  if (rest.length === 0) return found;
+  const rows = await db
+    .selectFrom('merge_request_commits as c')
+    .innerJoin('merge_requests as m', 'm.id', 'c.merge_request_id')
+    .selectAll('m')
+    .select('c.sha as commit_sha')
+    .where('c.project_id', '=', projectId)
+    .where('c.sha', 'in', rest)
+    .where('m.state', '=', 'merged')
+    .orderBy('m.id')
+    .execute();
+  for (const row of rows) {
+    const { commit_sha, ...mr } = row;
+    if (!found.has(commit_sha)) found.set(commit_sha, mr as MergeRequest);
+  }
+  return found;
+}
+
+/** Which of the users authored a merged merge request into the branch. */
+export async function mergedMergeRequestAuthorIds(
+  db: Db,
+  projectId: number,
+  branch: string,
+  userIds: number[],
+): Promise<Set<number>> {
+  if (userIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('merge_requests')
+    .select('author_id')
+    .distinct()
+    .where('target_project_id', '=', projectId)
+    .where('target_branch', '=', branch)
+    .where('state', '=', 'merged')
+    .where('author_id', 'in', userIds)
+    .execute();
+  return new Set(rows.flatMap((r) => (r.author_id === null ? [] : [r.author_id])));
+}
