@@ -31,33 +31,52 @@ export interface CodeOwnersFile {
   entries: CodeOwnerEntry[];
 }
 
-/** Turns a gitignore-style pattern into a regular expression over repository paths. */
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+
+// Turns a CODEOWNERS pattern into a regular expression over `/`-prefixed repository paths, as
+// GitLab matches them (Gitlab::CodeOwners::File): a pattern not starting with `/` matches at any
+// depth ("/**/" is put in front), one ending in `/` matches everything below ("**/*" is put
+// behind), and the result is read as File.fnmatch with FNM_PATHNAME, FNM_DOTMATCH and
+// FNM_EXTGLOB: `*` and `?` stay within a directory, "**/" spans any number of them, `{a,b}` is
+// either.
 export function patternToRegExp(raw: string): RegExp {
-  let pattern = raw;
-  const anchored = pattern.startsWith('/');
-  if (anchored) pattern = pattern.slice(1);
-  const directory = pattern.endsWith('/');
-  if (directory) pattern = pattern.slice(0, -1);
-  // A pattern without a slash inside matches at any depth, as in .gitignore.
-  const anyDepth = !anchored && !pattern.includes('/');
+  let pattern = raw.replace(/^\\#/, '#').replace(/\\\s+/g, ' ');
+  if (pattern === '*') pattern = '/**/*';
+  if (!pattern.startsWith('/')) pattern = `/**/${pattern}`;
+  if (pattern.endsWith('/')) pattern = `${pattern}**/*`;
   let body = '';
+  let braces = 0;
   for (let i = 0; i < pattern.length; i += 1) {
     const c = pattern[i] as string;
-    if (c === '*' && pattern[i + 1] === '*') {
-      const slashAfter = pattern[i + 2] === '/';
-      body += slashAfter ? '(?:.*/)?' : '.*';
-      i += slashAfter ? 2 : 1;
-    } else if (c === '*') body += '[^/]*';
-    else if (c === '?') body += '[^/]';
-    else if (c === '\\' && i + 1 < pattern.length) {
+    if (c === '*' && pattern[i + 1] === '*' && pattern[i + 2] === '/' && (i === 0 || pattern[i - 1] === '/')) {
+      body += '(?:[^/]*/)*';
+      i += 2;
+    } else if (c === '*') {
+      body += '[^/]*';
+      while (pattern[i + 1] === '*') i += 1;
+    } else if (c === '?') body += '[^/]';
+    else if (c === '{') {
+      braces += 1;
+      body += '(?:';
+    } else if (c === '}' && braces > 0) {
+      braces -= 1;
+      body += ')';
+    } else if (c === ',' && braces > 0) body += '|';
+    else if (c === '[') {
+      const close = pattern.indexOf(']', i + 2);
+      if (close < 0) body += '\\[';
+      else {
+        const inner = pattern.slice(i + 1, close).replace(/^!/, '^').replace(/\\/g, '\\\\');
+        body += `[${inner}]`;
+        i = close;
+      }
+    } else if (c === '\\' && i + 1 < pattern.length) {
       i += 1;
-      body += (pattern[i] as string).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    } else body += c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      body += escapeRegExp(pattern[i] as string);
+    } else body += escapeRegExp(c);
   }
-  const prefix = anyDepth ? '(?:^|.*/)' : '^';
-  // A name matches the file itself or everything below it when it is a directory.
-  const suffix = directory ? '/.*$' : '(?:/.*)?$';
-  return new RegExp(`${prefix}${body}${suffix}`);
+  if (braces > 0) return /(?!)/;
+  return new RegExp(`^${body}$`);
 }
 
 const SECTION = /^(\^)?\[([^\]]+)\](?:\[(\d+)\])?\s*(.*)$/;
@@ -113,7 +132,7 @@ export function entriesForPaths(file: CodeOwnersFile, paths: readonly string[]):
   const used = new Set<CodeOwnerEntry>();
   for (const path of paths) {
     const lastBySection = new Map<string, CodeOwnerEntry>();
-    for (const entry of file.entries) if (entry.matcher.test(path)) lastBySection.set(entry.section, entry);
+    for (const entry of file.entries) if (entry.matcher.test(`/${path}`)) lastBySection.set(entry.section, entry);
     for (const entry of lastBySection.values()) used.add(entry);
   }
   return file.entries.filter((e) => used.has(e));

@@ -4,6 +4,7 @@ import { Gitlab } from '@gitbeaker/rest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
 import { gitEnvironment } from '../../src/git/command.js';
+import { syncCodeOwnerRules } from '../../src/services/code-owners.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import {
   addMember,
@@ -406,5 +407,58 @@ describe('merge request approval rules', () => {
     await req(`/projects/${project.id}/merge_requests/1/approve`, 'POST', dev.token);
     const after = await req(`/projects/${project.id}/merge_requests/1/approvals`, 'GET', author.token);
     expect(after.body).toMatchObject({ approvals_required: 2, approvals_left: 1 });
+  });
+});
+
+describe('code owners', () => {
+  it('makes code_owner rules from CODEOWNERS for the files changed, and they gate the merge', async () => {
+    const { project, gitDir } = await makeSampleProject(app, owner, { path: 'appr-owners', visibility: 'private' });
+    const docsOwner = await makeProjectMember(app, project, 'developer');
+    const maintainer = await makeProjectMember(app, project, 'maintainer');
+    const author = await makeProjectMember(app, project, 'developer');
+    const group = await makeGroup(app, owner, { path: 'owners-group' });
+    const codeowners = [
+      `*.md @${docsOwner.user.username}`,
+      `/src/ @${group.full_path}`,
+      '^[Optional]',
+      `*.md @${maintainer.user.username}`,
+    ].join('\n');
+    await app.request(`/projects/${project.id}/repository/commits`, {
+      method: 'POST',
+      token: adminToken,
+      body: {
+        branch: 'main',
+        commit_message: 'Add code owners',
+        actions: [{ action: 'create', file_path: '.gitlab/CODEOWNERS', content: `${codeowners}\n` }],
+      },
+    });
+    await commit(project, 'docs-change', 'guide.md', 'guide\n', 'main');
+    const created = await client(author.token).MergeRequests.create(project.id, 'docs-change', 'main', 'Docs');
+    const mr = await app.deps.db
+      .selectFrom('merge_requests')
+      .selectAll()
+      .where('id', '=', created.id)
+      .executeTakeFirstOrThrow();
+    // The target branch requires code-owner approval (what protected branches will decide).
+    await syncCodeOwnerRules(app.deps, project, mr, gitDir, true);
+
+    const state = await client(author.token).MergeRequestApprovals.showApprovalState(project.id, created.iid);
+    expect(state.rules).toMatchObject([
+      {
+        name: '*.md',
+        rule_type: 'code_owner',
+        code_owner: true,
+        section: 'codeowners',
+        approvals_required: 1,
+        approved: false,
+        users: [{ id: docsOwner.user.id }],
+      },
+      { name: '*.md', rule_type: 'code_owner', section: 'Optional', approvals_required: 0, approved: true },
+    ]);
+    const merge = () => req(`/projects/${project.id}/merge_requests/${created.iid}/merge`, 'PUT', maintainer.token);
+    expect((await merge()).status).toBe(405);
+    const approved = await client(docsOwner.token).MergeRequestApprovals.approve(project.id, created.iid);
+    expect(approved).toMatchObject({ approvals_left: 0 });
+    expect((await merge()).status).toBe(200);
   });
 });
