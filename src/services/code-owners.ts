@@ -66,7 +66,10 @@ export function patternToRegExp(raw: string): RegExp {
       const close = pattern.indexOf(']', i + 2);
       if (close < 0) body += '\\[';
       else {
-        const inner = pattern.slice(i + 1, close).replace(/^!/, '^').replace(/\\/g, '\\\\');
+        const inner = pattern
+          .slice(i + 1, close)
+          .replace(/^!/, '^')
+          .replace(/\\/g, '\\\\');
         body += `[${inner}]`;
         i = close;
       }
