@@ -5,7 +5,7 @@ import { findUsersByIds } from '../db/queries/users.js';
 import type { ApprovalProjectRule } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
 import { forbidden } from '../http/errors.js';
-import { p } from '../http/params.js';
+import { p, toInteger } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { canAdminApprovals, canUpdateMergeRequest } from '../policies/merge-requests.js';
 import {
@@ -40,7 +40,10 @@ import {
 import { created, currentUser, loadProject, noContent } from './helpers.js';
 import { type LoadedMergeRequest, loadMergeRequest } from './merge-requests.js';
 
-const ids = () => p.array(p.intItem()).optional();
+/** Database ids (int4): larger numbers are refused as invalid rather than failing in SQL. */
+const ids = () => p.array(p.id()).optional();
+/** An approvals count: any integer the database holds; negative ones are the service's 400. */
+const count = () => z.preprocess(toInteger, z.number().int().min(-2147483648).max(2147483647));
 const iidParams = { id: p.string(), merge_request_iid: p.id() };
 const mrBase = '/projects/:id/merge_requests/:merge_request_iid';
 
@@ -90,7 +93,7 @@ async function approvalsAnswer(ctx: AppContext, loaded: LoadedMergeRequest) {
 
 const ruleParams = {
   name: p.string(),
-  approvals_required: p.int(),
+  approvals_required: count(),
   user_ids: ids(),
   group_ids: ids(),
   usernames: p.array(p.string()).optional(),
@@ -119,7 +122,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
       auth: 'required',
       params: z.object({
         id: p.string(),
-        approvals_before_merge: p.int().optional(),
+        approvals_before_merge: count().optional(),
         reset_approvals_on_push: p.bool().optional(),
         disable_overriding_approvers_per_merge_request: p.bool().optional(),
         merge_requests_author_approval: p.bool().optional(),
@@ -190,7 +193,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
         id: p.string(),
         approval_rule_id: p.id(),
         name: p.string().optional(),
-        approvals_required: p.int().optional(),
+        approvals_required: count().optional(),
         user_ids: ids(),
         group_ids: ids(),
         protected_branch_ids: ids(),
@@ -242,7 +245,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
     {
       summary: 'Change the approvals a merge request needs (deprecated)',
       auth: 'required',
-      params: z.object({ ...iidParams, approvals_required: p.int() }),
+      params: z.object({ ...iidParams, approvals_required: count() }),
       tags: ['approvals'],
     },
     async (ctx, params) => {
@@ -294,7 +297,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
     {
       summary: 'Create a merge request approval rule',
       auth: 'required',
-      params: z.object({ ...iidParams, ...ruleParams, approval_project_rule_id: p.int().optional() }),
+      params: z.object({ ...iidParams, ...ruleParams, approval_project_rule_id: p.id().optional() }),
       tags: ['approvals'],
     },
     async (ctx, params) => {
@@ -319,7 +322,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
         ...iidParams,
         approval_rule_id: p.id(),
         name: p.string().optional(),
-        approvals_required: p.int().optional(),
+        approvals_required: count().optional(),
         user_ids: ids(),
         group_ids: ids(),
       }),

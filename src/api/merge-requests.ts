@@ -10,7 +10,7 @@ import { readBranchTip } from '../git/repo-info.js';
 import type { AppContext } from '../http/context.js';
 import { forbidden, notFound } from '../http/errors.js';
 import { paginateArray, paginateQuery } from '../http/pagination.js';
-import { atLeastOneOf, p, pagination } from '../http/params.js';
+import { atLeastOneOf, p, pagination, toInteger } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import {
   canCreateMergeRequest,
@@ -32,7 +32,9 @@ import { created, currentUser, type LoadedRepository, loadRepository } from './h
 
 /** Grape's `allow_blank: false`. */
 const present = () => p.string().refine((v) => v.trim() !== '', { message: 'is empty' });
-const ids = () => p.array(p.intItem()).optional();
+/** User ids (0 clears, as in GitLab); beyond int4 they are invalid rather than failing in SQL. */
+const userId = () => z.preprocess(toInteger, z.number().int().min(0).max(2147483647));
+const ids = () => p.array(userId()).optional();
 const mrPath = '/projects/:id/merge_requests/:merge_request_iid';
 const iidParams = { id: p.string(), merge_request_iid: p.id() };
 
@@ -103,14 +105,14 @@ const listParams = z.object({
   scope: p
     .enum(['created_by_me', 'assigned_to_me', 'created-by-me', 'assigned-to-me', 'reviews_for_me', 'all'])
     .optional(),
-  author_id: p.int().optional(),
+  author_id: userId().optional(),
   author_username: p.string().optional(),
-  assignee_id: p.int().optional(),
-  reviewer_id: p.int().optional(),
+  assignee_id: userId().optional(),
+  reviewer_id: userId().optional(),
   source_branch: p.string().optional(),
   target_branch: p.string().optional(),
   search: p.string().optional(),
-  iids: p.array(p.intItem()).optional(),
+  iids: p.array(userId()).optional(),
   order_by: p.enum(['created_at', 'updated_at', 'title', 'merged_at']).default('created_at'),
   sort: p.enum(['asc', 'desc']).default('desc'),
   view: p.enum(['simple']).optional(),
@@ -123,12 +125,12 @@ const createParams = z.object({
   target_branch: present(),
   title: present(),
   description: p.string().optional(),
-  assignee_id: p.int().optional(),
+  assignee_id: userId().optional(),
   assignee_ids: ids(),
   reviewer_ids: ids(),
   remove_source_branch: p.bool().optional(),
   squash: p.bool().optional(),
-  target_project_id: p.int().optional(),
+  target_project_id: userId().optional(),
 });
 
 const UPDATE_FIELDS = [
@@ -152,7 +154,7 @@ const updateParams = z
     target_branch: present().optional(),
     title: present().optional(),
     description: p.string().optional(),
-    assignee_id: p.int().optional(),
+    assignee_id: userId().optional(),
     assignee_ids: ids(),
     reviewer_ids: ids(),
     state_event: p.enum(['close', 'reopen']).optional(),
@@ -160,7 +162,7 @@ const updateParams = z
     squash: p.bool().optional(),
     discussion_locked: p.bool().optional(),
     labels: p.string().optional(),
-    milestone_id: p.int().optional(),
+    milestone_id: userId().optional(),
   })
   .superRefine((input, ctx) => atLeastOneOf(input, UPDATE_FIELDS, ctx));
 

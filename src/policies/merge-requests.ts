@@ -37,11 +37,19 @@ export async function existingProtectedBranchIds(_deps: Deps, _project: Project,
   return [];
 }
 
-/** read_merge_request: whoever may read the project's code. */
-export const canReadMergeRequests = (policy: ProjectPolicy) => policy.can('read_code');
+/**
+ * read_merge_request: whoever may read the project's code, unless the merge requests feature is
+ * disabled (for everyone) or private (members only).
+ */
+export function canReadMergeRequests(policy: ProjectPolicy): boolean {
+  const feature = policy.project.features.merge_requests;
+  if (feature === 'disabled') return false;
+  if (feature === 'private' && policy.level < AccessLevel.GUEST) return false;
+  return policy.can('read_code');
+}
 
-/** create_merge_request_in / _from (same project): developers. */
-export const canCreateMergeRequest = (policy: ProjectPolicy) => policy.can('push_code');
+/** create_merge_request_in / _from (same project): developers, where merge requests are on. */
+export const canCreateMergeRequest = (policy: ProjectPolicy) => canReadMergeRequests(policy) && policy.can('push_code');
 
 /** update_merge_request: the author (still a member able to read) or a developer. */
 export function canUpdateMergeRequest(policy: ProjectPolicy, mr: MergeRequest): boolean {

@@ -164,6 +164,9 @@ describe('project approval rules', () => {
       [{ name: 'x' }, 400],
       [{ name: 'x', approvals_required: 'two' }, 400],
       [{ name: 'Security', approvals_required: 1 }, 400],
+      [{ name: 'x', approvals_required: 1, user_ids: [2147483648] }, 400],
+      [{ name: 'x', approvals_required: 99999999999 }, 400],
+      [{ name: 'x', approvals_required: 1, group_ids: 'a,b' }, 400],
     ];
     for (const [body, status] of bad) {
       const res = await req(base, 'POST', maintainer.token, body);

@@ -135,10 +135,34 @@ describe('creating merge requests', () => {
       body: { message: ['Another open merge request already exists for this source branch: !1'] },
     });
     expect((await app.request(`/projects/${project.id}/merge_requests`, { token: dev.token })).body).toHaveLength(1);
+    const huge = await post({ source_branch: 'feature-b', target_branch: 'main', title: 'x', assignee_ids: [2 ** 40] });
+    expect(huge).toMatchObject({ status: 400, body: { error: 'assignee_ids[0] does not have a valid value' } });
+    const hugeIid = await app.request(`/projects/${project.id}/merge_requests/${2 ** 40}`, { token: dev.token });
+    expect(hugeIid.status).toBe(400);
     const bad = await app.request(`/projects/${project.id}/merge_requests/abc`, { token: dev.token });
     expect(bad.status).toBe(400);
     const missing = await app.request(`/projects/${project.id}/merge_requests/77`, { token: dev.token });
     expect(missing).toMatchObject({ status: 404, body: { message: '404 Merge Request Not Found' } });
+  });
+
+  it('answers 403 where the merge requests feature is off', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'mr-feature-off', visibility: 'private' });
+    await commit(project, 'feature-off', 'o.txt', 'o\n', 'main');
+    const maintainer = await makeProjectMember(app, project, 'maintainer');
+    const off = await app.request(`/projects/${project.id}`, {
+      method: 'PUT',
+      token: maintainer.token,
+      body: { merge_requests_access_level: 'disabled' },
+    });
+    expect(off.status, off.text).toBe(200);
+    const list = await app.request(`/projects/${project.id}/merge_requests`, { token: maintainer.token });
+    expect(list.status).toBe(403);
+    const create = await app.request(`/projects/${project.id}/merge_requests`, {
+      method: 'POST',
+      token: maintainer.token,
+      body: { source_branch: 'feature-off', target_branch: 'main', title: 'x' },
+    });
+    expect(create.status).toBe(403);
   });
 
   it('lets developers and up create, and hides private projects', async () => {
