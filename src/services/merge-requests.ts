@@ -288,6 +288,33 @@ export const mergeMergeRequest = leasedWrite(async function mergeMergeRequest(
     throw new ApiError(409, { message: `SHA does not match HEAD of source branch: ${head}` });
   }
   assertWritable(project);
+  // GitLab locks the merge request while it merges: of concurrent merges only one gets past here.
+  const claimed = await deps.db
+    .updateTable('merge_requests')
+    .set({ state: 'locked' })
+    .where('id', '=', mr.id)
+    .where('state', '=', 'opened')
+    .returning('id')
+    .executeTakeFirst();
+  if (!claimed) throw new ApiError(405, { message: '405 Method Not Allowed' });
+  try {
+    return await performMerge(deps, project, user, gitDir, mr, input);
+  } catch (error) {
+    await updateMergeRequest(deps.db, mr.id, { state: 'opened' });
+    throw error;
+  }
+});
+
+/** The merge itself, for a merge request this request locked. */
+async function performMerge(
+  deps: Deps,
+  project: Project,
+  user: User,
+  gitDir: string,
+  mr: MergeRequest,
+  input: MergeInput,
+): Promise<MergeRequest> {
+  const head = mr.sha as string;
   const target = await readBranchTip(gitDir, mr.target_branch);
   if (!target) throw new ApiError(406, { message: 'Branch cannot be merged' });
   const now = deps.clock.now();
@@ -370,4 +397,4 @@ export const mergeMergeRequest = leasedWrite(async function mergeMergeRequest(
     }
   }
   return merged;
-});
+}

@@ -1,4 +1,7 @@
 import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { Gitlab } from '@gitbeaker/rest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +20,7 @@ import {
   makeUserWithToken,
   ROLES,
 } from '../support/factories.js';
+import { remoteUrl, runGitClient } from '../support/git-client.js';
 
 const exec = promisify(execFile);
 let app: TestApp;
@@ -463,5 +467,54 @@ describe('code owners', () => {
     const approved = await client(docsOwner.token).MergeRequestApprovals.approve(project.id, created.iid);
     expect(approved).toMatchObject({ approvals_left: 0 });
     expect((await merge()).status).toBe(200);
+  });
+});
+
+describe('approve: who may', () => {
+  it('answers each role as GitLab does', async () => {
+    const { project } = await world('appr-roles');
+    const personas = await makePersonas(app, { type: 'project', id: project.id });
+    const expected: Record<string, number> = {
+      anonymous: 401,
+      'non-member': 404,
+      guest: 403,
+      reporter: 403,
+      developer: 201,
+      maintainer: 201,
+      owner: 201,
+      admin: 201,
+    };
+    for (const persona of personas) {
+      const res = await req(`/projects/${project.id}/merge_requests/1/approve`, 'POST', persona.token);
+      expect(res.status, `${persona.name}: ${res.text}`).toBe(expected[persona.name]);
+    }
+    const answer = await req(`/projects/${project.id}/merge_requests/1/approvals`, 'GET', adminToken);
+    expect(answer.body.approved_by).toHaveLength(3);
+  });
+});
+
+describe('git push to the source branch', () => {
+  it('moves the merge request head and drops its approvals', async () => {
+    const { project, gitDir, dev, author } = await world('appr-git-push');
+    expect((await req(`/projects/${project.id}/merge_requests/1/approve`, 'POST', dev.token)).status).toBe(201);
+    const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-mr-push-'));
+    try {
+      const remote = remoteUrl(app.baseUrl, project, { login: author.user.username, password: author.token });
+      const clone = path.join(scratch, 'work');
+      expect((await runGitClient(['clone', '--quiet', '--branch', 'topic', remote, clone], scratch)).code).toBe(0);
+      await fs.writeFile(path.join(clone, 'pushed.txt'), 'pushed\n');
+      expect((await runGitClient(['add', 'pushed.txt'], clone)).code).toBe(0);
+      expect((await runGitClient(['commit', '--quiet', '-m', 'Pushed over HTTP'], clone)).code).toBe(0);
+      const pushed = await runGitClient(['push', '--quiet', 'origin', 'topic'], clone);
+      expect(pushed.code, pushed.stderr).toBe(0);
+      const tip = await git(gitDir, 'rev-parse', 'refs/heads/topic');
+      expect(await git(gitDir, 'rev-parse', 'refs/merge-requests/1/head')).toBe(tip);
+      const mr = await client(author.token).MergeRequests.show(project.id, 1);
+      expect(mr.sha).toBe(tip);
+      const approvals = await req(`/projects/${project.id}/merge_requests/1/approvals`, 'GET', author.token);
+      expect(approvals.body.approved_by).toEqual([]);
+    } finally {
+      await fs.rm(scratch, { recursive: true, force: true });
+    }
   });
 });

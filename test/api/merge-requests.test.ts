@@ -349,6 +349,28 @@ describe('merging', () => {
   });
 });
 
+describe('concurrent merges', () => {
+  it('merge once: one answer is 200, the other a refusal, and main has one merge commit', async () => {
+    const { project, gitDir } = await makeSampleProject(app, owner, { path: 'mr-race', visibility: 'private' });
+    const head = await commit(project, 'racing', 'race.txt', 'race\n', 'main');
+    const maintainer = await makeProjectMember(app, project, 'maintainer');
+    await client(maintainer.token).MergeRequests.create(project.id, 'racing', 'main', 'Race');
+    const before = await git(gitDir, 'rev-parse', 'main');
+    const results = await Promise.all(
+      [1, 2, 3].map(() =>
+        app.request(`/projects/${project.id}/merge_requests/1/merge`, { method: 'PUT', token: maintainer.token }),
+      ),
+    );
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1);
+    for (const status of statuses.filter((s) => s !== 200)) expect([405, 409]).toContain(status);
+    expect(await git(gitDir, 'rev-list', '--count', `${before}..main`)).toBe('2');
+    expect(await git(gitDir, 'rev-parse', 'main^2')).toBe(head);
+    const events = await mrEvents(project);
+    expect(events.filter((e) => e.action === 'merged')).toHaveLength(1);
+  });
+});
+
 describe('changelog entries', () => {
   it('carry the merge request that brought a commit, by merge commit and by its commits', async () => {
     const { project, gitDir } = await makeSampleProject(app, owner, { path: 'mr-changelog', visibility: 'private' });
