@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { findMergeRequestByIid } from '../db/queries/merge-requests.js';
 import { findNamespacesByIds } from '../db/queries/namespaces.js';
-import { findUsersByIds } from '../db/queries/users.js';
+import { findUserByUsername, findUsersByIds } from '../db/queries/users.js';
 import type { ApprovalProjectRule } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
-import { forbidden } from '../http/errors.js';
+import { ApiError, forbidden } from '../http/errors.js';
 import { p, toInteger } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { canAdminApprovals, canUpdateMergeRequest } from '../policies/merge-requests.js';
@@ -63,6 +63,18 @@ async function lookupsFor(ctx: AppContext, rules: WrappedRule[], extraUsers: num
 }
 
 const pcOf = (ctx: AppContext) => ({ baseUrl: ctx.state.deps.config.baseUrl });
+
+/** `user_ids` plus the users named in `usernames` (an unknown name is a 400 like an unknown id). */
+async function ruleUserIds(ctx: AppContext, userIds?: number[], usernames?: string[]): Promise<number[] | undefined> {
+  if (usernames === undefined || usernames.length === 0) return userIds;
+  const ids = [...(userIds ?? [])];
+  for (const name of usernames) {
+    const user = await findUserByUsername(ctx.state.deps.db, name);
+    if (!user) throw new ApiError(400, { message: { usernames: [`contain unknown users: ${name}`] } });
+    ids.push(user.id);
+  }
+  return ids;
+}
 
 async function presentProjectRules(ctx: AppContext, rules: ApprovalProjectRule[]) {
   const wrapped = await describeRules(ctx.state.deps, rules);
@@ -177,7 +189,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
       const rule = await createProjectRule(ctx.state.deps, project, {
         name: params.name,
         approvalsRequired: params.approvals_required,
-        userIds: params.user_ids,
+        userIds: await ruleUserIds(ctx, params.user_ids, params.usernames),
         groupIds: params.group_ids,
         protectedBranchIds: params.protected_branch_ids,
       });
@@ -195,6 +207,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
         name: p.string().optional(),
         approvals_required: count().optional(),
         user_ids: ids(),
+        usernames: p.array(p.string()).optional(),
         group_ids: ids(),
         protected_branch_ids: ids(),
       }),
@@ -207,7 +220,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
       const updated = await updateProjectRule(ctx.state.deps, project, rule, {
         name: params.name,
         approvalsRequired: params.approvals_required,
-        userIds: params.user_ids,
+        userIds: await ruleUserIds(ctx, params.user_ids, params.usernames),
         groupIds: params.group_ids,
         protectedBranchIds: params.protected_branch_ids,
       });
@@ -306,7 +319,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
       const rule = await createMergeRequestRule(ctx.state.deps, loaded.project, loaded.mr, {
         name: params.name,
         approvalsRequired: params.approvals_required,
-        userIds: params.user_ids,
+        userIds: await ruleUserIds(ctx, params.user_ids, params.usernames),
         groupIds: params.group_ids,
         approvalProjectRuleId: params.approval_project_rule_id,
       });
@@ -324,6 +337,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
         name: p.string().optional(),
         approvals_required: count().optional(),
         user_ids: ids(),
+        usernames: p.array(p.string()).optional(),
         group_ids: ids(),
       }),
       tags: ['approvals'],
@@ -335,7 +349,7 @@ export function registerApprovalRoutes(api: ApiRouter): void {
       await updateMergeRequestRule(ctx.state.deps, loaded.project, rule, {
         name: params.name,
         approvalsRequired: params.approvals_required,
-        userIds: params.user_ids,
+        userIds: await ruleUserIds(ctx, params.user_ids, params.usernames),
         groupIds: params.group_ids,
       });
       ctx.body = (await presentMrRules(ctx, loaded, [rule.id]))[0];

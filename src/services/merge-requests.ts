@@ -27,6 +27,9 @@ import { leasedWrite } from './write-leases.js';
 /** GitLab answers branch validation errors of a merge request with the messages in an array. */
 const refused = (status: number, message: string) => new ApiError(status, { message: [message] });
 
+/** A merge lock older than this belongs to a merge that died. */
+const STALE_MERGE_LOCK_MS = 10 * 60 * 1000;
+
 /** At most this many commits of a merge request are recorded for the changelog. */
 const MAX_RECORDED_COMMITS = 10_000;
 
@@ -277,7 +280,8 @@ export const mergeMergeRequest = leasedWrite(async function mergeMergeRequest(
   if (!(await mayMergeInto(deps, project, policy, given.target_branch))) throw unauthorized();
   const mr = await checkMergeability(deps, project, gitDir, given);
   const state = await approvalState(deps, project, mr, gitDir);
-  if (mr.state !== 'opened' || isDraft(mr) || state.approvalsLeft > 0) {
+  const staleLock = mr.state === 'locked' && deps.clock.now().getTime() - mr.updated_at.getTime() > STALE_MERGE_LOCK_MS;
+  if ((mr.state !== 'opened' && !staleLock) || isDraft(mr) || state.approvalsLeft > 0) {
     throw new ApiError(405, { message: '405 Method Not Allowed' });
   }
   if (mr.merge_status !== 'can_be_merged' || (await needsRebase(project, gitDir, mr))) {
@@ -289,11 +293,17 @@ export const mergeMergeRequest = leasedWrite(async function mergeMergeRequest(
   }
   assertWritable(project);
   // GitLab locks the merge request while it merges: of concurrent merges only one gets past here.
+  // A lock older than STALE_MERGE_LOCK_MS is left by a merge that died (a crashed process): it
+  // may be taken over, as GitLab's stuck merge jobs worker unlocks such merge requests.
+  const now = deps.clock.now();
+  const stale = new Date(now.getTime() - STALE_MERGE_LOCK_MS);
   const claimed = await deps.db
     .updateTable('merge_requests')
-    .set({ state: 'locked' })
+    .set({ state: 'locked', updated_at: now })
     .where('id', '=', mr.id)
-    .where('state', '=', 'opened')
+    .where((eb) =>
+      eb.or([eb('state', '=', 'opened'), eb.and([eb('state', '=', 'locked'), eb('updated_at', '<', stale)])]),
+    )
     .returning('id')
     .executeTakeFirst();
   if (!claimed) throw new ApiError(405, { message: '405 Method Not Allowed' });

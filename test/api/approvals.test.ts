@@ -182,6 +182,14 @@ describe('project approval rules', () => {
     expect((await req(base, 'GET', maintainer.token)).body).toEqual(before.body);
     expect((await req(base, 'POST', dev.token, { name: 'y', approvals_required: 1 })).status).toBe(403);
 
+    const named = await api.createApprovalRule(project.id, 'By name', 1, { usernames: [dev.user.username] });
+    expect(named.users).toMatchObject([{ id: dev.user.id }]);
+    expect(
+      (await req(base, 'POST', maintainer.token, { name: 'z', approvals_required: 1, usernames: ['nobody-here'] }))
+        .status,
+    ).toBe(400);
+    expect((await req(`${base}/${named.id}`, 'DELETE', maintainer.token)).status).toBe(204);
+
     const edited = await api.editApprovalRule(project.id, rule.id, 'Security', 1, { userIds: [] });
     expect(edited).toMatchObject({ approvals_required: 1, users: [], groups: [{ id: group.id }] });
     expect((await req(`${base}/${rule.id}`, 'PUT', dev.token, { approvals_required: 3 })).status).toBe(403);

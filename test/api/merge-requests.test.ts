@@ -371,6 +371,29 @@ describe('concurrent merges', () => {
   });
 });
 
+describe('merge locks', () => {
+  it('refuses a merge request another merge holds, and takes over a lock left by a dead merge', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'mr-lock', visibility: 'private' });
+    await commit(project, 'locked-branch', 'l.txt', 'l\n', 'main');
+    const maintainer = await makeProjectMember(app, project, 'maintainer');
+    const created = await client(maintainer.token).MergeRequests.create(project.id, 'locked-branch', 'main', 'Lock');
+    const lock = (updatedAt: Date) =>
+      app.deps.db
+        .updateTable('merge_requests')
+        .set({ state: 'locked', updated_at: updatedAt })
+        .where('id', '=', created.id)
+        .execute();
+    const merge = () =>
+      app.request(`/projects/${project.id}/merge_requests/1/merge`, { method: 'PUT', token: maintainer.token });
+    await lock(app.clock.now());
+    expect((await merge()).status).toBe(405);
+    await lock(new Date(app.clock.now().getTime() - 60 * 60 * 1000));
+    const merged = await merge();
+    expect(merged.status, merged.text).toBe(200);
+    expect(merged.body.state).toBe('merged');
+  });
+});
+
 describe('changelog entries', () => {
   it('carry the merge request that brought a commit, by merge commit and by its commits', async () => {
     const { project, gitDir } = await makeSampleProject(app, owner, { path: 'mr-changelog', visibility: 'private' });
