@@ -371,6 +371,31 @@ describe('concurrent merges', () => {
   });
 });
 
+describe('squash', () => {
+  it('squashes the commits into one on the merge base, then merges it', async () => {
+    const { project, gitDir } = await makeSampleProject(app, owner, { path: 'mr-squash', visibility: 'private' });
+    await commit(project, 'squashed', 's1.txt', '1\n', 'main');
+    const head = await commit(project, 'squashed', 's2.txt', '2\n');
+    const maintainer = await makeProjectMember(app, project, 'maintainer');
+    const base = await git(gitDir, 'rev-parse', 'main');
+    await client(maintainer.token).MergeRequests.create(project.id, 'squashed', 'main', 'Squash me');
+    const merged = await client(maintainer.token).MergeRequests.accept(project.id, 1, {
+      squash: true,
+      squashCommitMessage: 'One commit',
+      shouldRemoveSourceBranch: false,
+    });
+    expect(merged).toMatchObject({ state: 'merged', squash: true });
+    const squash = merged.squash_commit_sha as string;
+    expect(squash).toMatch(/^[0-9a-f]{40}$/);
+    expect(await git(gitDir, 'rev-parse', 'main^2')).toBe(squash);
+    expect(await git(gitDir, 'rev-parse', `${squash}^`)).toBe(base);
+    expect(await git(gitDir, 'log', '-1', '--format=%s', squash)).toBe('One commit');
+    expect(await git(gitDir, 'rev-parse', `${squash}^{tree}`)).toBe(await git(gitDir, 'rev-parse', `${head}^{tree}`));
+    // The source branch stays when asked.
+    expect(await git(gitDir, 'rev-parse', 'refs/heads/squashed')).toBe(head);
+  });
+});
+
 describe('merge locks', () => {
   it('refuses a merge request another merge holds, and takes over a lock left by a dead merge', async () => {
     const { project } = await makeSampleProject(app, owner, { path: 'mr-lock', visibility: 'private' });
