@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/database.js';
-import { insertEvent } from '../db/queries/events.js';
 import type {
   ApprovalMergeRequestRule,
   ApprovalProjectRule,
@@ -18,6 +17,7 @@ import type { ProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import { existingProtectedBranchIds, protectedBranchIdsFor } from '../policies/merge-requests.js';
 import type { Deps } from './deps.js';
+import { recordMergeRequestEvent } from './merge-request-events.js';
 
 /** GitLab's defaults for a project that never changed its approval settings. */
 const DEFAULT_SETTINGS = {
@@ -572,16 +572,7 @@ export async function approveMergeRequest(
       .returning('id')
       .executeTakeFirst();
     if (!row) return false;
-    await insertEvent(trx, {
-      action: 'approved',
-      author_id: user.id,
-      project_id: project.id,
-      target_type: 'MergeRequest',
-      target_id: mr.id,
-      target_title: mr.title,
-      push_data: JSON.stringify(null),
-      created_at: deps.clock.now(),
-    });
+    await recordMergeRequestEvent(trx, 'approved', user, mr, deps.clock.now());
     return true;
   });
   if (!inserted) throw unauthorized();

@@ -1,4 +1,3 @@
-import { insertEvent } from '../db/queries/events.js';
 import {
   findOpenMergeRequest,
   insertMergeRequest,
@@ -19,6 +18,7 @@ import { mayMergeInto } from '../policies/merge-requests.js';
 import { type ApprovalState, approvalState } from './approvals.js';
 import { syncCodeOwnerRules } from './code-owners.js';
 import type { Deps } from './deps.js';
+import { type MergeRequestAction, recordMergeRequestEvent } from './merge-request-events.js';
 import { writeMergeRequestHeadRef } from './merge-request-refresh.js';
 import { recordRefChanges } from './push-events.js';
 import { assertWritable } from './repository-commits.js';
@@ -38,18 +38,8 @@ const DRAFT = /^\s*(\[draft\]|\(draft\)|draft:|draft\s+-|\[wip\]|wip:)/i;
 /** Whether the title marks the merge request as a draft (GitLab's draft prefixes). */
 export const isDraft = (mr: Pick<MergeRequest, 'title'>) => DRAFT.test(mr.title);
 
-async function recordEvent(deps: Deps, db: Deps['db'], action: string, user: User, mr: MergeRequest) {
-  await insertEvent(db, {
-    action,
-    author_id: user.id,
-    project_id: mr.target_project_id,
-    target_type: 'MergeRequest',
-    target_id: mr.id,
-    target_title: mr.title,
-    push_data: JSON.stringify(null),
-    created_at: deps.clock.now(),
-  });
-}
+const recordEvent = (deps: Deps, db: Deps['db'], action: MergeRequestAction, user: User, mr: MergeRequest) =>
+  recordMergeRequestEvent(db, action, user, mr, deps.clock.now());
 
 export interface CreateMergeRequestInput {
   sourceBranch: string;
