@@ -194,10 +194,11 @@ export function registerMergeRequestRoutes(api: ApiRouter): void {
       let assigneeId = params.assignee_id;
       let reviewerId = params.reviewer_id;
       const scope = params.scope?.replace(/-/g, '_');
-      if (scope && scope !== 'all' && !me) throw forbidden();
-      if (scope === 'created_by_me') authorId = me?.id;
-      if (scope === 'assigned_to_me') assigneeId = me?.id;
-      if (scope === 'reviews_for_me') reviewerId = me?.id;
+      // An anonymous caller has created, been assigned or asked to review nothing.
+      const mine = me?.id ?? -1;
+      if (scope === 'created_by_me') authorId = mine;
+      if (scope === 'assigned_to_me') assigneeId = mine;
+      if (scope === 'reviews_for_me') reviewerId = mine;
       const filter = {
         projectId: loaded.project.id,
         state: params.state,

@@ -52,6 +52,23 @@ export interface CreateMergeRequestInput {
   squash?: boolean | undefined;
 }
 
+/** GitLab's Issuable limits on titles and descriptions (characters). */
+const MAX_TITLE_CHARS = 255;
+const MAX_DESCRIPTION_CHARS = 1_048_576;
+
+/** The model validations of title and description, as GitLab's 400 with field messages. */
+function checkText(title: string | undefined, description: string | undefined): void {
+  const errors: Record<string, string[]> = {};
+  if (title !== undefined && title.trim() === '') errors.title = ["can't be blank"];
+  else if (title !== undefined && [...title].length > MAX_TITLE_CHARS) {
+    errors.title = [`is too long (maximum is ${MAX_TITLE_CHARS} characters)`];
+  }
+  if (description !== undefined && [...description].length > MAX_DESCRIPTION_CHARS) {
+    errors.description = [`is too long (maximum is ${MAX_DESCRIPTION_CHARS} characters)`];
+  }
+  if (Object.keys(errors).length > 0) throw new ApiError(400, { message: errors });
+}
+
 /** Ids of existing users among `ids` (GitLab drops the others silently). */
 async function existingUserIds(deps: Deps, ids: number[] | undefined): Promise<number[] | undefined> {
   if (ids === undefined) return undefined;
@@ -73,6 +90,7 @@ export async function createMergeRequest(
   gitDir: string,
   input: CreateMergeRequestInput,
 ): Promise<MergeRequest> {
+  checkText(input.title, input.description);
   if (input.sourceBranch === input.targetBranch) {
     throw refused(422, "You can't use same project/branch for source and target");
   }
@@ -163,10 +181,8 @@ export async function updateMergeRequestFields(
 ): Promise<MergeRequest> {
   const now = deps.clock.now();
   const changes: Parameters<typeof updateMergeRequest>[2] = {};
-  if (input.title !== undefined) {
-    if (input.title.trim() === '') throw new ApiError(400, { message: { title: ["can't be blank"] } });
-    changes.title = input.title;
-  }
+  checkText(input.title, input.description);
+  if (input.title !== undefined) changes.title = input.title;
   if (input.description !== undefined) changes.description = input.description;
   if (input.targetBranch !== undefined && input.targetBranch !== mr.target_branch) {
     if (input.targetBranch === mr.source_branch) {

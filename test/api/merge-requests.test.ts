@@ -129,6 +129,10 @@ describe('creating merge requests', () => {
       body: { message: ['Source branch "nope" does not exist'] },
     });
     expect(await post({ source_branch: 'feature-b', target_branch: '-x', title: 'x' })).toMatchObject({ status: 422 });
+    expect(await post({ source_branch: 'feature-b', target_branch: 'main', title: 'x'.repeat(256) })).toMatchObject({
+      status: 400,
+      body: { message: { title: ['is too long (maximum is 255 characters)'] } },
+    });
     expect((await post({ source_branch: 'feature-b', target_branch: 'main', title: 'x' })).status).toBe(201);
     expect(await post({ source_branch: 'feature-b', target_branch: 'main', title: 'again' })).toMatchObject({
       status: 409,
@@ -209,6 +213,12 @@ describe('listing, reading and updating', () => {
     expect((await list({ search: 'needle' })).body.map((m: { iid: number }) => m.iid)).toEqual([2]);
     expect((await list({ order_by: 'title', sort: 'asc' })).body.map((m: { iid: number }) => m.iid)).toEqual([2, 1]);
     expect((await list({ author_id: String(reporter.user.id) })).body).toEqual([]);
+    expect((await list({ scope: 'created_by_me' })).body.map((m: { iid: number }) => m.iid).sort()).toEqual([1, 2]);
+    const reporterMine = await app.request(`/projects/${project.id}/merge_requests`, {
+      token: reporter.token,
+      query: { scope: 'created_by_me' },
+    });
+    expect(reporterMine.body).toEqual([]);
     expect((await list({ state: 'bogus' })).status).toBe(400);
     const all = await api.MergeRequests.all({ projectId: project.id });
     expect(all.map((m) => m.iid).sort()).toEqual([1, 2]);
