@@ -197,6 +197,36 @@ describe('creating merge requests', () => {
   });
 });
 
+describe('public projects', () => {
+  it('show merge requests to anyone; approvals still need a sign-in', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'mr-public', visibility: 'public' });
+    await commit(project, 'open-work', 'open.txt', 'open\n', 'main');
+    const dev = await makeProjectMember(app, project, 'developer');
+    await client(dev.token).MergeRequests.create(project.id, 'open-work', 'main', 'In the open');
+    const list = await app.request(`/projects/${project.id}/merge_requests`);
+    expect(list.status).toBe(200);
+    expect(list.body).toMatchObject([{ iid: 1, title: 'In the open' }]);
+    const one = await app.request(`/projects/${project.id}/merge_requests/1`);
+    expect(one.body).toMatchObject({ iid: 1, user: { can_merge: false } });
+    expect((await app.request(`/projects/${project.id}/merge_requests/1/approvals`)).status).toBe(401);
+    const stranger = await makeUser(app);
+    const token = await makeToken(app, stranger);
+    expect((await app.request(`/projects/${project.id}/merge_requests/1/approvals`, { token })).status).toBe(200);
+    expect(
+      (await app.request(`/projects/${project.id}/merge_requests/1/approve`, { method: 'POST', token })).status,
+    ).toBe(403);
+    expect(
+      (
+        await app.request(`/projects/${project.id}/merge_requests/1`, {
+          method: 'PUT',
+          token,
+          body: { title: 'mine now' },
+        })
+      ).status,
+    ).toBe(403);
+  });
+});
+
 describe('listing, reading and updating', () => {
   it('filters by state, branches, author and search; updates, closes and reopens with events', async () => {
     const { project, gitDir } = await makeSampleProject(app, owner, { path: 'mr-update', visibility: 'private' });
