@@ -204,8 +204,8 @@ export function registerApprovalRoutes(api: ApiRouter): void {
       params: z.object({
         id: p.string(),
         approval_rule_id: p.id(),
-        name: p.string().optional(),
-        approvals_required: count().optional(),
+        name: p.string(),
+        approvals_required: count(),
         user_ids: ids(),
         usernames: p.array(p.string()).optional(),
         group_ids: ids(),
@@ -334,8 +334,8 @@ export function registerApprovalRoutes(api: ApiRouter): void {
       params: z.object({
         ...iidParams,
         approval_rule_id: p.id(),
-        name: p.string().optional(),
-        approvals_required: count().optional(),
+        name: p.string(),
+        approvals_required: count(),
         user_ids: ids(),
         usernames: p.array(p.string()).optional(),
         group_ids: ids(),

@@ -192,7 +192,12 @@ describe('project approval rules', () => {
 
     const edited = await api.editApprovalRule(project.id, rule.id, 'Security', 1, { userIds: [] });
     expect(edited).toMatchObject({ approvals_required: 1, users: [], groups: [{ id: group.id }] });
-    expect((await req(`${base}/${rule.id}`, 'PUT', dev.token, { approvals_required: 3 })).status).toBe(403);
+    expect((await req(`${base}/${rule.id}`, 'PUT', dev.token, { name: 'S', approvals_required: 3 })).status).toBe(403);
+    // The spec requires both on update.
+    expect(await req(`${base}/${rule.id}`, 'PUT', maintainer.token, { approvals_required: 3 })).toMatchObject({
+      status: 400,
+      body: { error: 'name is missing' },
+    });
     expect((await req(`${base}/${rule.id}`, 'DELETE', dev.token)).status).toBe(403);
     expect((await req(`${base}/${rule.id}`, 'DELETE', maintainer.token)).status).toBe(204);
     expect((await req(`${base}/${rule.id}`, 'GET', maintainer.token)).status).toBe(404);
@@ -391,7 +396,9 @@ describe('merge request approval rules', () => {
       })
       .returning('id')
       .executeTakeFirstOrThrow();
-    expect((await req(`${base}/${codeOwner.id}`, 'PUT', author.token, { approvals_required: 0 })).status).toBe(403);
+    expect(
+      (await req(`${base}/${codeOwner.id}`, 'PUT', author.token, { name: '*.md', approvals_required: 0 })).status,
+    ).toBe(403);
     expect((await req(`${base}/${codeOwner.id}`, 'DELETE', author.token)).status).toBe(403);
     expect((await req(`${base}/${own.id}`, 'DELETE', author.token)).status).toBe(204);
     expect((await req(`${base}/${own.id}`, 'DELETE', author.token)).status).toBe(404);
