@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { registerAccessRequestRoutes } from './api/access-requests.js';
 import { registerApplicationSettingsRoutes } from './api/application-settings.js';
 import { registerApplicationRoutes } from './api/applications.js';
+import { registerApprovalRoutes } from './api/approvals.js';
 import { registerArchiveRoutes } from './api/archive.js';
 import { registerAuditEventRoutes } from './api/audit-events.js';
 import { registerBranchWriteRoutes } from './api/branch-writes.js';
@@ -17,6 +18,7 @@ import { registerEventRoutes } from './api/events.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
 import { registerMemberRoutes } from './api/members.js';
+import { registerMergeRequestRoutes } from './api/merge-requests.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
 import { registerPagesDomainRoutes } from './api/pages-domains.js';
@@ -72,6 +74,8 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerBranchWriteRoutes,
   registerTagWriteRoutes,
   registerChangelogRoutes,
+  registerMergeRequestRoutes,
+  registerApprovalRoutes,
   registerApplicationSettingsRoutes,
   registerPagesDomainRoutes,
   registerErrorTrackingRoutes,

@@ -236,6 +236,26 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('merge requests: create, approval rules, approve, merge', async () => {
+    const out = await flow('merge_requests.py');
+    expect(out).toEqual({
+      created: [1, 'opened', 'can_be_merged', 'feature-x', 'main'],
+      listed: [1],
+      duplicate: ['GitlabCreateError', 409],
+      rule: ['Reviewers', 1, ['ada']],
+      bad_rule: ['GitlabCreateError', 400],
+      before: [1, 'not_approved'],
+      blocked: ['GitlabMRClosedError', 405],
+      stale_sha: ['GitlabMRApprovalError', 409],
+      approved: [0, ['ada']],
+      state: [['Reviewers', true]],
+      merged: ['merged', 'ada', true],
+      main_has_x: 'x\n',
+      source_removed: ['GitlabGetError', 404],
+      commits: ['Add x'],
+    });
+  });
+
   describe.skipIf(lacks(GITLAB_CLI))('the command line', () => {
     let config: string;
     let project: { id: number; path_with_namespace: string };
