@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sharedWithGroupsOfGroup } from '../db/queries/group-links.js';
 import { countGroups, type GroupFilter, listGroups, subtreeIds } from '../db/queries/namespaces.js';
 import { countProjects, listProjects, type ProjectFilter } from '../db/queries/projects.js';
 import type { Namespace } from '../db/schema.js';
@@ -127,6 +128,16 @@ async function detailProjects(ctx: AppContext, group: Namespace) {
   return views.map((v) => presentProject(v, { baseUrl: deps.config.baseUrl }));
 }
 
+/** GitLab's GroupDetail for the caller: the groups it is shared with, and its projects when asked. */
+export async function groupDetail(ctx: AppContext, group: Namespace, withProjects: boolean) {
+  const deps = ctx.state.deps;
+  const names = await namespaceFullNames(deps, [group]);
+  return presentGroupDetail(group, { baseUrl: deps.config.baseUrl }, names.get(group.id) ?? group.name, {
+    sharedWithGroups: await sharedWithGroupsOfGroup(deps.db, group.id, viewerOf(ctx)),
+    ...(withProjects ? { projects: await detailProjects(ctx, group) } : {}),
+  });
+}
+
 export function viewerOf(ctx: AppContext) {
   const user = ctx.state.actor.user;
   return {
@@ -190,15 +201,7 @@ export function registerGroupRoutes(api: ApiRouter): void {
     { summary: 'A group', params: z.object({ id: p.string(), with_projects: p.bool().default(true) }) },
     async (ctx, params) => {
       const { group } = await loadGroup(ctx, params.id);
-      const names = await namespaceFullNames(ctx.state.deps, [group]);
-      ctx.body = presentGroupDetail(
-        group,
-        { baseUrl: ctx.state.deps.config.baseUrl },
-        names.get(group.id) ?? group.name,
-        {
-          ...(params.with_projects ? { projects: await detailProjects(ctx, group) } : {}),
-        },
-      );
+      ctx.body = await groupDetail(ctx, group, params.with_projects);
     },
   );
 
@@ -237,15 +240,7 @@ export function registerGroupRoutes(api: ApiRouter): void {
     policy.authorize('admin_group');
     const { id: _id, ...fields } = params;
     const updated = await updateGroup(ctx.state.deps, group, groupInput(fields), currentUser(ctx));
-    const names = await namespaceFullNames(ctx.state.deps, [updated]);
-    ctx.body = presentGroupDetail(
-      updated,
-      { baseUrl: ctx.state.deps.config.baseUrl },
-      names.get(updated.id) ?? updated.name,
-      {
-        projects: await detailProjects(ctx, updated),
-      },
-    );
+    ctx.body = await groupDetail(ctx, updated, true);
   });
 
   api.delete(

@@ -1,4 +1,5 @@
 import { activeMemberships } from '../db/queries/access.js';
+import { sharedWithGroupsOfProjects } from '../db/queries/group-links.js';
 import { findNamespacesByIds } from '../db/queries/namespaces.js';
 import { findUsersByIds } from '../db/queries/users.js';
 import type { Namespace, Project, User } from '../db/schema.js';
@@ -42,6 +43,11 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
         activeMemberships(deps.db, viewer.id, date),
       )) as Awaited<ReturnType<typeof activeMemberships>>)
     : null;
+  const shared = await sharedWithGroupsOfProjects(
+    deps.db,
+    projects.map((p) => p.id),
+    { userId: viewer?.id ?? null, admin: viewer?.admin ?? false, external: viewer?.external ?? false, today: date },
+  );
   return Promise.all(
     projects.map(async (project): Promise<ProjectView> => {
       const namespace = byId.get(project.namespace_id) as Namespace;
@@ -53,7 +59,13 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
           if (level !== undefined && (groupAccess === null || level > groupAccess)) groupAccess = level;
         }
       }
-      const level = viewer?.admin ? AccessLevel.ADMIN : Math.max(projectAccess ?? 0, groupAccess ?? 0);
+      // Sharing counts for what the viewer may do, not for `permissions` (direct memberships).
+      let sharedAccess = memberships?.sharedProjects.get(project.id) ?? 0;
+      if (memberships && namespace.kind === 'group') {
+        for (const id of namespace.traversal_ids)
+          sharedAccess = Math.max(sharedAccess, memberships.sharedGroups.get(id) ?? 0);
+      }
+      const level = viewer?.admin ? AccessLevel.ADMIN : Math.max(projectAccess ?? 0, groupAccess ?? 0, sharedAccess);
       return {
         project,
         namespace,
@@ -68,6 +80,7 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
         canAdminProject: projectAllows('admin_project', project, viewer, level),
         canSeeStorage: viewer?.admin ?? false,
         permissions: { projectAccess, groupAccess },
+        sharedWithGroups: shared.get(project.id) ?? [],
       };
     }),
   );
