@@ -2,6 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Gitlab } from '@gitbeaker/rest';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Namespace, Project, User } from '../../src/db/schema.js';
 import { Storages } from '../../src/storage/storages.js';
@@ -580,3 +581,56 @@ describe('GET /projects/:id/groups and GET /projects/:id/storage', () => {
     });
   });
 });
+
+describe('links and the lookups kept in process', () => {
+  it('reach another server process within a second, also when written outside Depot', async () => {
+    const peer = await startTestApp({ peer: app });
+    const outside = new pg.Client({ connectionString: app.database.url });
+    await outside.connect();
+    try {
+      const owner = await makeUser(app);
+      const { project } = await makeSampleProject(app, owner, { visibility: 'private' });
+      const team = await makeGroup(app, owner);
+      const reader = await groupMember(team, 'reporter');
+      const onPeer = () => peer.request(`/projects/${project.id}/repository/tree`, { token: reader.token });
+      await within(onPeer, 404);
+      const shared = await app.request(`/projects/${project.id}/share`, {
+        method: 'POST',
+        token: await makeToken(app, owner),
+        body: { group_id: team.id, group_access: 20 },
+      });
+      expect(shared.status).toBe(201);
+      await within(onPeer, 200);
+      await outside.query('DELETE FROM project_group_links WHERE project_id = $1', [project.id]);
+      await within(onPeer, 404);
+      expect(await codeStatus(project, reader.token)).toBe(404);
+
+      // A group link, likewise.
+      const group = await makeGroup(app, owner);
+      const { project: inGroup } = await makeSampleProject(app, owner, { namespace: group, visibility: 'private' });
+      const probe = () => peer.request(`/projects/${inGroup.id}/repository/tree`, { token: reader.token });
+      await within(probe, 404);
+      await outside.query(
+        `INSERT INTO group_group_links (shared_group_id, shared_with_group_id, group_access, created_at, updated_at)
+         VALUES ($1, $2, 20, now(), now())`,
+        [group.id, team.id],
+      );
+      await within(probe, 200);
+      expect(await codeStatus(inGroup, reader.token)).toBe(200);
+    } finally {
+      await outside.end();
+      await peer.close();
+    }
+  });
+});
+
+/** Polls `probe` until it answers `status`, for at most a second. */
+async function within(probe: () => Promise<{ status: number }>, status: number, limitMs = 1_000): Promise<void> {
+  const started = performance.now();
+  for (;;) {
+    const res = await probe();
+    if (res.status === status) return;
+    if (performance.now() - started > limitMs) throw new Error(`still ${res.status} (wanted ${status})`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
