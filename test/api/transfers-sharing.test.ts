@@ -84,7 +84,12 @@ describe('POST /projects/:id/share and DELETE /projects/:id/share/:group_id', ()
 
     const api = client(ownerToken);
     const link = await api.Projects.share(project.id, team.id, 20, { expiresAt: '2099-12-31' });
-    expect(link).toMatchObject({ project_id: project.id, group_id: team.id, group_access: 20, expires_at: '2099-12-31' });
+    expect(link).toMatchObject({
+      project_id: project.id,
+      group_id: team.id,
+      group_access: 20,
+      expires_at: '2099-12-31',
+    });
 
     // Reporter at most: code readable, pushes refused (the maintainer too), guests see no code.
     expect(await codeStatus(project, developer.token)).toBe(200);
@@ -116,8 +121,13 @@ describe('POST /projects/:id/share and DELETE /projects/:id/share/:group_id', ()
     expect(developerLists.body.map((p: { id: number }) => p.id)).not.toContain(project.id);
 
     // members/all lists the team at the capped levels; the direct list does not.
-    const all = await app.request(`/projects/${project.id}/members/all`, { token: ownerToken, query: { per_page: 100 } });
-    expect(Object.fromEntries(all.body.map((m: { id: number; access_level: number }) => [m.id, m.access_level]))).toEqual({
+    const all = await app.request(`/projects/${project.id}/members/all`, {
+      token: ownerToken,
+      query: { per_page: 100 },
+    });
+    expect(
+      Object.fromEntries(all.body.map((m: { id: number; access_level: number }) => [m.id, m.access_level])),
+    ).toEqual({
       [owner.id]: 50,
       [guest.user.id]: 10,
       [developer.user.id]: 20,
@@ -267,7 +277,9 @@ describe('POST /groups/:id/share and DELETE /groups/:id/share/:group_id', () => 
     const owned = await app.request('/groups', { token: maintainer.token, query: { min_access_level: 40 } });
     expect(owned.body.map((g: { id: number }) => g.id)).toEqual([team.id]);
     const members = await app.request(`/groups/${sub.id}/members/all`, { token: ownerToken });
-    expect(Object.fromEntries(members.body.map((m: { id: number; access_level: number }) => [m.id, m.access_level]))).toEqual({
+    expect(
+      Object.fromEntries(members.body.map((m: { id: number; access_level: number }) => [m.id, m.access_level])),
+    ).toEqual({
       [owner.id]: 50,
       [teamOwner.id]: 30,
       [maintainer.user.id]: 30,
@@ -487,7 +499,9 @@ describe('POST /groups/:id/transfer', () => {
     expect((await transfer(ownerToken, child.id, 999_999)).body).toEqual({ message: '404 Group Not Found' });
     expect((await transfer(ownerToken, child.id, 'x')).body).toEqual({ error: 'group_id is invalid' });
     const foreign = await makeGroup(app, await makeUser(app), { visibility: 'public' });
-    expect((await transfer(ownerToken, child.id, foreign.id)).body).toEqual(failed("You don't have enough permissions."));
+    expect((await transfer(ownerToken, child.id, foreign.id)).body).toEqual(
+      failed("You don't have enough permissions."),
+    );
     await makeGroup(app, owner, { parent: privateParent, path: child.path });
     expect((await transfer(ownerToken, child.id, privateParent.id)).body).toEqual(
       failed('The parent group already has a subgroup or a project with the same path.'),
@@ -534,9 +548,11 @@ describe('GET /projects/:id/groups and GET /projects/:id/storage', () => {
       sub.id,
       root.id,
     ]);
-    expect(
-      ids(await api.Projects.allGroups(project.id, { withShared: true, sharedMinAccessLevel: 30 })),
-    ).toEqual([writers.id, sub.id, root.id]);
+    expect(ids(await api.Projects.allGroups(project.id, { withShared: true, sharedMinAccessLevel: 30 }))).toEqual([
+      writers.id,
+      sub.id,
+      root.id,
+    ]);
     expect(ids(await api.Projects.allGroups(project.id, { withShared: true, skipGroups: [root.id] }))).toEqual([
       writers.id,
       readers.id,
@@ -573,9 +589,11 @@ describe('GET /projects/:id/groups and GET /projects/:id/storage', () => {
       repository_storage: 'default',
     });
     expect((await app.request(`/projects/${project.id}/storage`)).status).toBe(401);
-    expect((await app.request(`/projects/${project.id}/storage`, { token: await makeToken(app, owner) })).body).toEqual({
-      message: '403 Forbidden',
-    });
+    expect((await app.request(`/projects/${project.id}/storage`, { token: await makeToken(app, owner) })).body).toEqual(
+      {
+        message: '403 Forbidden',
+      },
+    );
     expect((await app.request('/projects/999999/storage', { token: admin.token })).body).toEqual({
       message: '404 Project Not Found',
     });
