@@ -24,7 +24,7 @@ export const LOOKUP_TABLES = {
   namespace: ['namespaces'],
   projectLevel: ['members', 'projects', 'namespaces', 'project_group_links', 'group_group_links'],
   memberships: ['members', 'namespaces', 'project_group_links', 'group_group_links'],
-  groupLevel: ['members', 'namespaces', 'group_group_links'],
+  groupLevel: ['members', 'namespaces', 'projects', 'project_group_links', 'group_group_links'],
   /** The groups a project is shared with, as one viewer may see them (`shared_with_groups`). */
   sharedWithGroups: ['project_group_links', 'namespaces', 'members', 'users', 'group_group_links'],
   applicationSettings: ['application_settings'],

@@ -172,6 +172,24 @@ describe('POST /projects/:id/share and DELETE /projects/:id/share/:group_id', ()
     }
   });
 
+  it('shows the private groups around a shared project to the invited members, and only them', async () => {
+    const owner = await makeUser(app);
+    const ownerToken = await makeToken(app, owner);
+    const outer = await makeGroup(app, owner);
+    const inner = await makeGroup(app, owner, { parent: outer });
+    const project = await makeProject(app, owner, { namespace: inner });
+    const team = await makeGroup(app, owner);
+    const member = await groupMember(team, 'guest');
+    const sees = async (id: number) => (await app.request(`/groups/${id}`, { token: member.token })).status;
+    expect([await sees(outer.id), await sees(inner.id)]).toEqual([404, 404]);
+    await client(ownerToken).Projects.share(project.id, team.id, 10);
+    expect([await sees(outer.id), await sees(inner.id)]).toEqual([200, 200]);
+    const listed = await app.request('/groups', { token: member.token, query: { all_available: true } });
+    expect(listed.body.map((g: { id: number }) => g.id).sort()).toEqual([outer.id, inner.id, team.id].sort());
+    await client(ownerToken).Projects.unshare(project.id, team.id);
+    expect([await sees(outer.id), await sees(inner.id)]).toEqual([404, 404]);
+  });
+
   it('checks every role and refuses bad input in GitLab shapes, changing nothing', async () => {
     const owner = await makeUser(app);
     const ownerToken = await makeToken(app, owner);

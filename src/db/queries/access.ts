@@ -120,7 +120,7 @@ export async function hasDescendantMembership(db: Db, userId: number, groupId: n
       SELECT 1 FROM members m JOIN projects pr ON m.source_type = 'project' AND pr.id = m.source_id
       JOIN namespaces d ON d.id = pr.namespace_id
       WHERE m.user_id = ${userId} AND ${activeMembership(today)} AND ${groupId} = ANY(d.traversal_ids)
-    ) AS found`.execute(db);
+    ) OR EXISTS (${sharedBelowRows(userId, today, sql`${groupId}::int`)}) AS found`.execute(db);
   return rows[0]?.found ?? false;
 }
 
@@ -156,7 +156,8 @@ export function groupVisibleTo(viewer: Viewer): Expression<SqlBool> {
     SELECT 1 FROM members m JOIN projects pr ON m.source_type = 'project' AND pr.id = m.source_id
     JOIN namespaces d ON d.id = pr.namespace_id
     WHERE m.user_id = ${viewer.userId} AND ${active} AND g.id = ANY(d.traversal_ids)
-  ) OR EXISTS (${sharedGroupRows(viewer.userId, viewer.today)}))`;
+  ) OR EXISTS (${sharedGroupRows(viewer.userId, viewer.today)})
+  OR EXISTS (${sharedBelowRows(viewer.userId, viewer.today, sql`g.id`)}))`;
 }
 
 /**
@@ -168,6 +169,25 @@ function sharedGroupRows(userId: number, today: string) {
     JOIN members m ON m.source_type = 'group' AND m.source_id = ANY(sg.traversal_ids)
     WHERE gl.shared_group_id = ANY(g.traversal_ids) AND ${activeLink('gl', today)}
       AND m.user_id = ${userId} AND ${activeMembership(today)}`;
+}
+
+/**
+ * SQL rows: something inside group `groupId` (a subgroup, or a project of it or of a subgroup) is
+ * shared with a group the user is a member of (or a member of one of its ancestors). Such a
+ * user sees the group, as a member of something inside it does.
+ */
+function sharedBelowRows(userId: number, today: string, groupId: RawBuilder<number>) {
+  const active = activeMembership(today);
+  return sql`SELECT 1 FROM group_group_links gl JOIN namespaces d ON d.id = gl.shared_group_id
+      JOIN namespaces sg ON sg.id = gl.shared_with_group_id
+      JOIN members m ON m.source_type = 'group' AND m.source_id = ANY(sg.traversal_ids)
+      WHERE ${groupId} = ANY(d.traversal_ids) AND ${activeLink('gl', today)} AND m.user_id = ${userId} AND ${active}
+    UNION ALL
+    SELECT 1 FROM project_group_links pl JOIN projects pr ON pr.id = pl.project_id
+      JOIN namespaces d ON d.id = pr.namespace_id
+      JOIN namespaces sg ON sg.id = pl.group_id
+      JOIN members m ON m.source_type = 'group' AND m.source_id = ANY(sg.traversal_ids)
+      WHERE ${groupId} = ANY(d.traversal_ids) AND ${activeLink('pl', today)} AND m.user_id = ${userId} AND ${active}`;
 }
 
 /** SQL: the viewer's access level on project `p` (namespace `ns`), for filters and ordering. */
