@@ -113,13 +113,19 @@ async function presentGroups(ctx: AppContext, groups: Namespace[]) {
   return groups.map((g) => presentGroup(g, pc, names.get(g.id) ?? g.name));
 }
 
+/** The groups whose shared projects a group's project list shows: the group, or its subtree. */
+async function sharedWithIds(ctx: AppContext, group: Namespace, params: { include_subgroups: boolean }) {
+  return params.include_subgroups ? subtreeIds(ctx.state.deps.db, group.id) : [group.id];
+}
+
 /** Projects of the group (not of subgroups) the caller may see, for GroupDetail. */
-async function detailProjects(ctx: AppContext, group: Namespace) {
+async function detailProjects(ctx: AppContext, group: Namespace, shared = false) {
   const deps = ctx.state.deps;
   const user = ctx.state.actor.user;
   const filter: ProjectFilter = {
     viewer: viewerOf(ctx),
-    namespaceIds: [group.id],
+    namespaceIds: shared ? [] : [group.id],
+    ...(shared ? { sharedWithGroupIds: [group.id] } : {}),
     orderBy: 'id',
     sort: 'desc',
   };
@@ -134,7 +140,9 @@ export async function groupDetail(ctx: AppContext, group: Namespace, withProject
   const names = await namespaceFullNames(deps, [group]);
   return presentGroupDetail(group, { baseUrl: deps.config.baseUrl }, names.get(group.id) ?? group.name, {
     sharedWithGroups: await sharedWithGroupsOfGroup(deps.db, group.id, viewerOf(ctx)),
-    ...(withProjects ? { projects: await detailProjects(ctx, group) } : {}),
+    ...(withProjects
+      ? { projects: await detailProjects(ctx, group), sharedProjects: await detailProjects(ctx, group, true) }
+      : {}),
   });
 }
 
@@ -290,9 +298,12 @@ export function registerGroupRoutes(api: ApiRouter): void {
       if (params.starred && ctx.state.actor.user) namespaceIds.length = 0;
       // Similarity needs a search; without one GitLab orders by name.
       const bySimilarityWithoutSearch = params.order_by === 'similarity' && !params.search;
+      // Projects shared with the group (or its subgroups) count too, unless `with_shared=false`.
+      const sharedWith = params.with_shared && namespaceIds.length > 0 ? await sharedWithIds(ctx, group, params) : [];
       const filter: ProjectFilter = {
         viewer: viewerOf(ctx),
         namespaceIds,
+        sharedWithGroupIds: sharedWith,
         archived,
         visibility: params.visibility,
         search: params.search,

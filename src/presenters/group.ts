@@ -54,13 +54,13 @@ export function presentGroupDetail(
   group: Namespace,
   pc: PresentContext,
   fullName: string,
-  options: { projects?: unknown[]; sharedWithGroups?: SharedWithGroup[] },
+  options: { projects?: unknown[]; sharedProjects?: unknown[]; sharedWithGroups?: SharedWithGroup[] },
 ) {
   return {
     ...presentGroup(group, pc, fullName),
     shared_with_groups: (options.sharedWithGroups ?? []).map(presentSharedWithGroup),
     ...(group.parent_id === null ? { prevent_sharing_groups_outside_hierarchy: false } : {}),
-    ...(options.projects ? { projects: options.projects, shared_projects: [] } : {}),
+    ...(options.projects ? { projects: options.projects, shared_projects: options.sharedProjects ?? [] } : {}),
   };
 }
 

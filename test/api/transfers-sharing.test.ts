@@ -136,6 +136,18 @@ describe('POST /projects/:id/share and DELETE /projects/:id/share/:group_id', ()
     const direct = await app.request(`/projects/${project.id}/members`, { token: ownerToken });
     expect(direct.body.map((m: { id: number }) => m.id)).toEqual([owner.id]);
 
+    // The group lists the project among its shared projects (not with with_shared=false).
+    const groupProjects = await app.request(`/groups/${team.id}/projects`, { token: developer.token });
+    expect(groupProjects.body.map((p: { id: number }) => p.id)).toEqual([project.id]);
+    const own = await app.request(`/groups/${team.id}/projects`, {
+      token: developer.token,
+      query: { with_shared: false },
+    });
+    expect(own.body).toEqual([]);
+    const teamDetail = await app.request(`/groups/${team.id}`, { token: developer.token });
+    expect(teamDetail.body.projects).toEqual([]);
+    expect(teamDetail.body.shared_projects.map((p: { id: number }) => p.id)).toEqual([project.id]);
+
     // Unsharing takes it all back at once (cached levels included).
     await api.Projects.unshare(project.id, team.id);
     expect(await codeStatus(project, developer.token)).toBe(404);
