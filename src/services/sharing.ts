@@ -9,7 +9,7 @@ import {
 } from '../db/queries/group-links.js';
 import { findNamespaceById } from '../db/queries/namespaces.js';
 import type { GroupGroupLink, Namespace, Project, ProjectGroupLink, User } from '../db/schema.js';
-import { ApiError, forbidden } from '../http/errors.js';
+import { ApiError, badRequestMessage, forbidden } from '../http/errors.js';
 import { loadGroupPolicy, loadProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import type { Deps } from './deps.js';
@@ -42,6 +42,10 @@ export async function shareProject(
   groupId: number,
   input: ShareInput,
 ): Promise<ProjectGroupLink> {
+  // GitLab's allowed_to_share_with_group?: the project's group may lock sharing.
+  if (namespace.kind === 'group' && namespace.share_with_group_lock) {
+    throw badRequestMessage('The project sharing with group is disabled');
+  }
   const policy = await loadProjectPolicy(deps, user, project, namespace);
   if (input.groupAccess === AccessLevel.OWNER && !policy.can('remove_project')) throw forbidden();
   const found = groupId >= 1 && groupId <= MAX_ID ? await findNamespaceById(deps.db, groupId) : undefined;

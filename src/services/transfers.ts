@@ -1,7 +1,12 @@
 import { type SqlBool, sql } from 'kysely';
 import { pgErrorCode, UNIQUE_VIOLATION } from '../db/database.js';
 import { groupOwnerIds, insertMember } from '../db/queries/members.js';
-import { childPathTaken, findNamespaceByFullPath, renameDescendantPaths } from '../db/queries/namespaces.js';
+import {
+  childPathTaken,
+  findNamespaceByFullPath,
+  renameDescendantPaths,
+  siblingNameTaken,
+} from '../db/queries/namespaces.js';
 import { findProjectByFullPath, findProjectByName } from '../db/queries/projects.js';
 import type { Namespace, Project, User, Visibility } from '../db/schema.js';
 import { badRequestMessage } from '../http/errors.js';
@@ -87,6 +92,10 @@ export async function transferGroup(
       (await findProjectByFullPath(deps.db, `${newParent.full_path}/${group.path}`)) !== undefined);
   if (pathTaken) {
     throw groupTransferError('The parent group already has a subgroup or a project with the same path.');
+  }
+  // The model's own validation, which GitLab's transfer reports as it fails to save.
+  if (newParent && (await siblingNameTaken(deps.db, newParent.id, group.name, group.id))) {
+    throw groupTransferError('Validation failed: Name has already been taken');
   }
   const depthBelow = await subtreeDepth(deps, group);
   if ((newParent?.traversal_ids.length ?? 0) + depthBelow > MAX_ANCESTORS + 1) {

@@ -266,6 +266,17 @@ describe('POST /projects/:id/share and DELETE /projects/:id/share/:group_id', ()
     expect((await unshare(maintainer.token, team.id)).status).toBe(404);
     const left = await app.request(`/projects/${project.id}`, { token: ownerToken });
     expect(left.body.shared_with_groups.map((g: { group_id: number }) => g.group_id)).toEqual([strangers.id]);
+
+    // A group that locks sharing refuses it for its projects.
+    const locked = await app.request(`/groups/${home.id}`, {
+      method: 'PUT',
+      token: ownerToken,
+      body: { share_with_group_lock: true },
+    });
+    expect(locked.status).toBe(200);
+    expect((await share(ownerToken, { group_id: team.id, group_access: 30 })).body).toEqual({
+      message: 'The project sharing with group is disabled',
+    });
   });
 });
 
@@ -531,6 +542,16 @@ describe('POST /groups/:id/transfer', () => {
     const foreign = await makeGroup(app, await makeUser(app), { visibility: 'public' });
     expect((await transfer(ownerToken, child.id, foreign.id)).body).toEqual(
       failed("You don't have enough permissions."),
+    );
+    const sameName = await makeGroup(app, owner, { visibility: 'private' });
+    const namesake = await app.request('/groups', {
+      method: 'POST',
+      token: ownerToken,
+      body: { name: child.name, path: `${child.path}-other`, parent_id: sameName.id },
+    });
+    expect(namesake.status, namesake.text).toBe(201);
+    expect((await transfer(ownerToken, child.id, sameName.id)).body).toEqual(
+      failed('Validation failed: Name has already been taken'),
     );
     await makeGroup(app, owner, { parent: privateParent, path: child.path });
     expect((await transfer(ownerToken, child.id, privateParent.id)).body).toEqual(
