@@ -20,7 +20,7 @@ const activeLink = (alias: string, today: string) =>
   sql<SqlBool>`(${sql.ref(`${alias}.expires_at`)} IS NULL OR ${sql.ref(`${alias}.expires_at`)} > ${today}::date)`;
 
 /**
- * SQL rows (`user_id`, `lvl`): the levels the users matched by `who` (a condition on `lm.user_id`)
+ * SQL rows (`user_id`, `lvl`): the levels the users matched by `who` (a condition on `m.user_id`)
  * hold on the groups whose traversal ids are `traversal`: their memberships of those groups, and
  * for each of those groups shared with another group, their membership of that group or its
  * ancestors, capped at the link's `group_access`.
