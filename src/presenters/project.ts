@@ -222,9 +222,9 @@ export function presentProjectGroupLink(link: ProjectGroupLink) {
 /** GitLab's ProjectRepositoryStorage entity (GET /projects/:id/storage, administrators). */
 export function presentProjectStorage(project: Project, diskPath: string) {
   return {
-    project_id: project.id,
     disk_path: diskPath,
-    created_at: isoTime(project.created_at),
+    project_id: project.id,
     repository_storage: project.repository_storage,
+    created_at: isoTime(project.created_at),
   };
 }
