@@ -2,6 +2,7 @@ import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js
 import { dormantUsersJob } from './dormant-users.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
+import { pagesDomainsVerificationJob, pagesDomainVerifyJob } from './pages-domains.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
 import { bulkStorageMoveJob, storageMoveJob } from './storage-move.js';
 import type { JobKind } from './worker.js';
@@ -17,4 +18,6 @@ export const JOB_KINDS: JobKind[] = [
   repositoryMaintenanceJob,
   archiveCacheCleanupJob,
   archiveCachePurgeJob,
+  pagesDomainsVerificationJob,
+  pagesDomainVerifyJob,
 ];
