@@ -65,7 +65,12 @@ async function commitStatus(project: Project, token: string) {
 async function cloneStatus(project: Project, user: User, token: string) {
   const dir = path.join(scratch, `clone-${++counter}`);
   const url = remoteUrl(app.baseUrl, project, { login: user.username, password: token });
-  return runGitClient(['clone', '--quiet', '--bare', url, dir], scratch);
+  return { ...(await runGitClient(['clone', '--quiet', '--bare', url, dir], scratch)), dir, url };
+}
+
+/** Pushes the clone's `main` to a new branch over HTTP: git's exit code and stderr. */
+async function pushNewBranch(clone: { dir: string; url: string }) {
+  return runGitClient(['push', '--quiet', clone.url, `main:refs/heads/pushed-${++counter}`], clone.dir);
 }
 
 describe('POST /projects/:id/share and DELETE /projects/:id/share/:group_id', () => {
@@ -103,6 +108,9 @@ describe('POST /projects/:id/share and DELETE /projects/:id/share/:group_id', ()
     // git over HTTP: clone works, push does not.
     const clone = await cloneStatus(project, developer.user, developer.token);
     expect(clone.code, clone.stderr).toBe(0);
+    expect((await pushNewBranch(clone)).code).not.toBe(0);
+    const listed = await app.request('/projects', { token: developer.token, query: { membership: true } });
+    expect(listed.body.map((p: { id: number }) => p.id)).toEqual([project.id]);
 
     // The project's responses name the group; lists filter by the shared level.
     const shown = await client(developer.token).Projects.show(project.id);
@@ -313,6 +321,10 @@ describe('POST /groups/:id/share and DELETE /groups/:id/share/:group_id', () => 
     expect(await commitStatus(project, reporter.token)).toBe(403);
     const clone = await cloneStatus(project, reporter.user, reporter.token);
     expect(clone.code, clone.stderr).toBe(0);
+    expect((await pushNewBranch(clone)).code).not.toBe(0);
+    const pusher = await cloneStatus(project, maintainer.user, maintainer.token);
+    const pushed = await pushNewBranch(pusher);
+    expect(pushed.code, pushed.stderr).toBe(0);
     const groups = await app.request('/groups', { token: maintainer.token, query: { min_access_level: 30 } });
     expect(groups.body.map((g: { id: number }) => g.id).sort()).toEqual([shared.id, sub.id, team.id].sort());
     const owned = await app.request('/groups', { token: maintainer.token, query: { min_access_level: 40 } });
