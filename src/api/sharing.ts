@@ -186,7 +186,7 @@ export function registerSharingRoutes(api: ApiRouter): void {
       let parent: Namespace | null = null;
       if (params.group_id !== undefined) parent = (await loadGroup(ctx, String(params.group_id))).group;
       const moved = await transferGroup(deps, currentUser(ctx), group, parent);
-      created(ctx, await groupDetail(ctx, moved, true));
+      created(ctx, await groupDetail(ctx, moved, false));
     },
   );
 
@@ -203,7 +203,7 @@ export function registerSharingRoutes(api: ApiRouter): void {
         groupAccess: params.group_access,
         expiresAt: params.expires_at ?? null,
       });
-      created(ctx, await groupDetail(ctx, group, true));
+      created(ctx, await groupDetail(ctx, group, false));
     },
   );
 

@@ -504,6 +504,9 @@ describe('POST /groups/:id/transfer', () => {
     });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({ id: moving.id, parent_id: to.id, full_path: `${to.full_path}/${moving.path}` });
+    // GitLab's GroupDetail without `with_projects`: no project lists.
+    expect(res.body).not.toHaveProperty('projects');
+    expect(res.body.shared_with_groups).toEqual([]);
     const innerNow = await app.request(`/groups/${inner.id}`, { token: ownerToken });
     expect(innerNow.body.full_path).toBe(`${to.full_path}/${moving.path}/${inner.path}`);
     expect(innerNow.body.full_name).toBe(`${to.name} / ${moving.name} / ${inner.name}`);
