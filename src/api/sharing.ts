@@ -164,9 +164,10 @@ export function registerSharingRoutes(api: ApiRouter): void {
       tags: ['projects'],
     },
     async (ctx, params) => {
-      const { project, policy } = await loadProject(ctx, params.id);
+      const { project, namespace, policy } = await loadProject(ctx, params.id);
       policy.authorize('admin_project');
-      if (!(await unshareProject(ctx.state.deps, project, params.group_id))) throw notFound('Group Link');
+      const removed = await unshareProject(ctx.state.deps, currentUser(ctx), project, namespace, params.group_id);
+      if (!removed) throw notFound('Group Link');
       noContent(ctx);
     },
   );

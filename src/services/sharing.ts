@@ -75,11 +75,24 @@ export async function shareProject(
   }
 }
 
-/** Removes a project's link to a group; false when there was none. */
-export async function unshareProject(deps: Deps, project: Project, groupId: number): Promise<boolean> {
+/**
+ * Removes a project's link to a group; false when there was none. A link giving Owner access
+ * goes only by an Owner's hand (GitLab's destroy_project_group_link): 403 `Forbidden`.
+ */
+export async function unshareProject(
+  deps: Deps,
+  user: User,
+  project: Project,
+  namespace: Namespace,
+  groupId: number,
+): Promise<boolean> {
   if (groupId < 1 || groupId > MAX_ID) return false;
   const link = await findProjectGroupLink(deps.db, project.id, groupId);
   if (!link) return false;
+  if (link.group_access === AccessLevel.OWNER) {
+    const policy = await loadProjectPolicy(deps, user, project, namespace);
+    if (!policy.can('remove_project')) throw new ApiError(403, { message: 'Forbidden' });
+  }
   await deleteProjectGroupLink(deps.db, link.id);
   return true;
 }

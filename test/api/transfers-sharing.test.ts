@@ -272,6 +272,10 @@ describe('POST /projects/:id/share and DELETE /projects/:id/share/:group_id', ()
     expect((await unshare(ownerToken, 'abc')).body).toEqual({ error: 'group_id is invalid' });
     expect((await unshare(maintainer.token, team.id)).status).toBe(204);
     expect((await unshare(maintainer.token, team.id)).status).toBe(404);
+    // An Owner-level link goes only by an Owner's hand.
+    expect((await share(ownerToken, { group_id: team.id, group_access: 50 })).status).toBe(201);
+    expect((await unshare(maintainer.token, team.id)).body).toEqual({ message: 'Forbidden' });
+    expect((await unshare(ownerToken, team.id)).status).toBe(204);
     const left = await app.request(`/projects/${project.id}`, { token: ownerToken });
     expect(left.body.shared_with_groups.map((g: { group_id: number }) => g.group_id)).toEqual([strangers.id]);
 
