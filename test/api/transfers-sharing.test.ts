@@ -206,6 +206,8 @@ describe('POST /projects/:id/share and DELETE /projects/:id/share/:group_id', ()
     expect([await sees(outer.id), await sees(inner.id)]).toEqual([200, 200]);
     const listed = await app.request('/groups', { token: member.token, query: { all_available: true } });
     expect(listed.body.map((g: { id: number }) => g.id).sort()).toEqual([outer.id, inner.id, team.id].sort());
+    const mine = await app.request('/groups', { token: member.token });
+    expect(mine.body.map((g: { id: number }) => g.id).sort()).toEqual([outer.id, inner.id, team.id].sort());
     await client(ownerToken).Projects.unshare(project.id, team.id);
     expect([await sees(outer.id), await sees(inner.id)]).toEqual([404, 404]);
   });

@@ -176,7 +176,7 @@ function sharedGroupRows(userId: number, today: string) {
  * shared with a group the user is a member of (or a member of one of its ancestors). Such a
  * user sees the group, as a member of something inside it does.
  */
-function sharedBelowRows(userId: number, today: string, groupId: RawBuilder<number>) {
+export function sharedBelowRows(userId: number, today: string, groupId: RawBuilder<number>) {
   const active = activeMembership(today);
   return sql`SELECT 1 FROM group_group_links gl JOIN namespaces d ON d.id = gl.shared_group_id
       JOIN namespaces sg ON sg.id = gl.shared_with_group_id
