@@ -26,6 +26,7 @@ import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
+import { registerSharingRoutes } from './api/sharing.js';
 import { registerStorageMoveRoutes } from './api/storage-moves.js';
 import { registerTagWriteRoutes } from './api/tag-writes.js';
 import { registerTagRoutes } from './api/tags.js';
@@ -63,6 +64,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerNamespaceRoutes,
   registerGroupRoutes,
   registerProjectRoutes,
+  registerSharingRoutes,
   registerRepositoryRoutes,
   registerArchiveRoutes,
   registerCompareRoutes,

@@ -207,6 +207,8 @@ export interface DB {
   repository_write_leases: RepositoryWriteLeasesTable;
   ldap_group_links: LdapGroupLinksTable;
   billable_members: BillableMembersTable;
+  project_group_links: ProjectGroupLinksTable;
+  group_group_links: GroupGroupLinksTable;
   billable_member_refreshes: BillableMemberRefreshesTable;
   oauth_applications: OauthApplicationsTable;
   oauth_access_grants: OauthAccessGrantsTable;
@@ -527,6 +529,30 @@ export interface BillableMemberRefreshesTable {
 
 export type LdapGroupLink = Selectable<LdapGroupLinksTable>;
 
+/** A project shared with a group: the group's members get at most `group_access` on it. */
+export interface ProjectGroupLinksTable {
+  id: Generated<number>;
+  project_id: number;
+  group_id: number;
+  group_access: number;
+  expires_at: DateString;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** A group shared with a group: members of `shared_with_group_id` get at most `group_access`. */
+export interface GroupGroupLinksTable {
+  id: Generated<number>;
+  shared_group_id: number;
+  shared_with_group_id: number;
+  group_access: number;
+  expires_at: DateString;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type ProjectGroupLink = Selectable<ProjectGroupLinksTable>;
+export type GroupGroupLink = Selectable<GroupGroupLinksTable>;
 export interface PagesDomainsTable {
   id: Generated<number>;
   project_id: number;

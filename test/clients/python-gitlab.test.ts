@@ -218,6 +218,30 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
       bad_target_type: ['GitlabListError', 400],
       read_user_events: ['pushed new', 'joined'],
       read_user_project: ['GitlabListError', 403],
+      });
+    });
+
+  it('transfers and sharing: project and group links, project and group transfers', async () => {
+    const out = await flow('sharing.py');
+    expect(out).toEqual({
+      before_share: ['GitlabGetError', 404],
+      shared_with: [['readers', 20, '2099-12-31']],
+      readme_as_lin: '# service',
+      commit_as_reporter: ['GitlabCreateError', 403],
+      groups: ['readers'],
+      member_all: [
+        ['ada', 50],
+        ['lin', 20],
+      ],
+      after_unshare: ['GitlabGetError', 404],
+      group_shared_with: ['readers'],
+      commit_as_developer: 'committed',
+      after_group_unshare: ['GitlabGetError', 404],
+      transferred: 'platform/service',
+      transfer_again: ['GitlabTransferProjectError', 400],
+      group_moved: 'readers/tools',
+      group_top: ['tools', null],
+      group_top_again: ['GitlabGroupTransferError', 400],
     });
   });
 
