@@ -19,6 +19,7 @@ import { oauthRoutes } from './api/oauth.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
+import { registerRepositoryOperationRoutes } from './api/repository-operations.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
 import { registerStorageMoveRoutes } from './api/storage-moves.js';
 import { registerTagWriteRoutes } from './api/tag-writes.js';
@@ -62,6 +63,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerBranchRoutes,
   registerTagRoutes,
   registerRepositoryWriteRoutes,
+  registerRepositoryOperationRoutes,
   registerBranchWriteRoutes,
   registerTagWriteRoutes,
   registerChangelogRoutes,
