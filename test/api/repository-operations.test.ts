@@ -67,7 +67,11 @@ async function makeSample(options: { visibility?: 'private' | 'public' } = {}): 
   await b.git(alice, 'tag', '-a', 'v2.0', '-m', 'Release 2');
   await b.install(gitDir);
   // Developers push to main unless a test protects it (the instance default protects it fully).
-  await app.deps.db.updateTable('projects').set({ default_branch_protection: 0 }).where('id', '=', project.id).execute();
+  await app.deps.db
+    .updateTable('projects')
+    .set({ default_branch_protection: 0 })
+    .where('id', '=', project.id)
+    .execute();
   return { project: { ...project, default_branch_protection: 0 }, gitDir, c: { c1, c2, c3, f1, f2 } };
 }
 
