@@ -10,6 +10,8 @@ import tar from 'tar-stream';
  * temporary files stay out.
  */
 const TOP_LEVEL = ['HEAD', 'packed-refs', 'shallow', 'refs', 'objects'];
+/** Pack files are read in pieces this large (64 KiB pieces took 3.9× the time of `tar`). */
+const READ_CHUNK_BYTES = 1024 * 1024;
 /** Scratch directories git and Depot write objects into before they are final. */
 const SKIPPED_IN_OBJECTS = new Set(['incoming', 'tmp_objdir']);
 
@@ -68,7 +70,7 @@ export function streamSnapshot(gitDir: string): Readable {
             fs.close(fd, () => (sink as unknown as { end(): void }).end());
             return;
           }
-          const source = fs.createReadStream('', { fd, start: 0, end: size - 1, autoClose: true });
+          const source = fs.createReadStream('', { fd, start: 0, end: size - 1, highWaterMark: READ_CHUNK_BYTES });
           current = source;
           source.on('error', (e) => sink.destroy(e));
           source.pipe(sink);
