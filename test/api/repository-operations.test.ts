@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -592,6 +592,88 @@ describe('GET /projects/:id/repository/commits/:sha/signature', () => {
     // A private project hides it from non-members.
     await app.deps.db.updateTable('projects').set({ visibility: 'private' }).where('id', '=', project.id).execute();
     expect((await app.request(`/projects/${project.id}/repository/commits/${pgp}/signature`)).status).toBe(404);
+  });
+});
+
+/** GnuPG and OpenSSH's ssh-keygen, to sign commits as users do (skipped without them). */
+const SIGNING_TOOLS =
+  spawnSync('sh', ['-c', 'command -v gpg && command -v gpgconf && command -v ssh-keygen']).status === 0;
+
+describe.skipIf(!SIGNING_TOOLS)('signatures made by real signing tools', () => {
+  it('reads the issuer key id of a GnuPG signature and the kind of an ssh-keygen one', async () => {
+    const { project, gitDir, c } = await makeSample({ visibility: 'public' });
+    const home = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-gnupg-'));
+    const env = { GNUPGHOME: home };
+    const run = (cmd: string, args: string[], extra: Record<string, string> = {}) =>
+      exec(cmd, args, { env: { ...gitEnvironment({ ...env, ...extra }) }, encoding: 'utf8' });
+    try {
+      await run('gpg', [
+        '--batch',
+        '--passphrase',
+        '',
+        '--quick-gen-key',
+        'Signer <signer@example.com>',
+        'ed25519',
+        'sign',
+        'never',
+      ]);
+      const listing = (await run('gpg', ['--list-keys', '--with-colons'])).stdout;
+      const keyId = listing
+        .split('\n')
+        .find((line) => line.startsWith('pub:'))
+        ?.split(':')[4] as string;
+      expect(keyId).toMatch(/^[0-9A-F]{16}$/);
+      const identity = {
+        GIT_AUTHOR_NAME: 'Signer',
+        GIT_AUTHOR_EMAIL: 'signer@example.com',
+        GIT_COMMITTER_NAME: 'Signer',
+        GIT_COMMITTER_EMAIL: 'signer@example.com',
+      };
+      const tree = (await git(gitDir, 'rev-parse', `${c.c3}^{tree}`)).trim();
+      const signedPgp = (
+        await run(
+          'git',
+          [`--git-dir=${gitDir}`, 'commit-tree', `-S${keyId}`, tree, '-p', c.c3, '-m', 'Signed'],
+          identity,
+        )
+      ).stdout.trim();
+      const api = client((await makeProjectMember(app, project, 'reporter')).token);
+      expect(await api.Commits.showGPGSignature(project.id, signedPgp)).toMatchObject({
+        signature_type: 'PGP',
+        verification_status: 'unknown_key',
+        gpg_key_primary_keyid: keyId,
+      });
+      await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(home, 'ssh-key')]);
+      const signedSsh = (
+        await run(
+          'git',
+          [
+            `--git-dir=${gitDir}`,
+            '-c',
+            'gpg.format=ssh',
+            '-c',
+            `user.signingkey=${path.join(home, 'ssh-key.pub')}`,
+            'commit-tree',
+            '-S',
+            tree,
+            '-p',
+            c.c3,
+            '-m',
+            'SSH signed',
+          ],
+          identity,
+        )
+      ).stdout.trim();
+      expect(await api.Commits.showGPGSignature(project.id, signedSsh)).toEqual({
+        signature_type: 'SSH',
+        verification_status: 'unknown_key',
+        key: null,
+        commit_source: 'gitaly',
+      });
+    } finally {
+      await run('gpgconf', ['--kill', 'all']).catch(() => undefined);
+      await fs.rm(home, { recursive: true, force: true });
+    }
   });
 });
 
