@@ -416,6 +416,52 @@ describe('POST /projects/:id/repository/commits/:sha/cherry_pick', () => {
   });
 });
 
+describe('cherry-pick and revert under the write rules of every repository write', () => {
+  it('are refused while the repository is read-only and to read-only tokens; read_repository may blame', async () => {
+    const { project, gitDir, c } = await makeSample();
+    const dev = await makeProjectMember(app, project, 'developer');
+    const readApi = await makeProjectMember(app, project, 'developer', ['read_api']);
+    const readRepository = await makeProjectMember(app, project, 'developer', ['read_repository']);
+    const before = await refsOf(gitDir);
+    const pick = (token: string, dryRun = false) =>
+      app.request(`/projects/${project.id}/repository/commits/${c.f1}/cherry_pick`, {
+        method: 'POST',
+        token,
+        body: { branch: 'main', dry_run: dryRun },
+      });
+    expect((await pick(readApi.token)).status).toBe(403);
+    expect((await pick(readRepository.token)).status).toBe(403);
+    const blame = await app.request(`/projects/${project.id}/repository/files/a.txt/blame?ref=main`, {
+      token: readRepository.token,
+    });
+    expect(blame.status).toBe(200);
+
+    await app.deps.db
+      .updateTable('projects')
+      .set({ repository_read_only: true })
+      .where('id', '=', project.id)
+      .execute();
+    const readOnly = await pick(dev.token);
+    expect([readOnly.status, readOnly.body]).toEqual([
+      403,
+      { message: '403 Forbidden - The repository is temporarily read-only. Please try again later.' },
+    ]);
+    const revert = await app.request(`/projects/${project.id}/repository/commits/${c.c3}/revert`, {
+      method: 'POST',
+      token: dev.token,
+      body: { branch: 'main' },
+    });
+    expect(revert.status).toBe(403);
+    expect(await refsOf(gitDir)).toBe(before);
+    await app.deps.db
+      .updateTable('projects')
+      .set({ repository_read_only: false })
+      .where('id', '=', project.id)
+      .execute();
+    expect((await pick(dev.token, true)).body).toEqual({ dry_run: 'success' });
+  });
+});
+
 describe('POST /projects/:id/repository/commits/:sha/revert', () => {
   it('reverts a commit with GitLab message, by the user; again is empty; a conflict is refused', async () => {
     const { project, gitDir, c } = await makeSample();
