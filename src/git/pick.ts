@@ -1,5 +1,6 @@
+import { readObject } from './catfile.js';
 import { checkGitVersion, gitText, streamGit } from './command.js';
-import type { Commit, Signature } from './commit.js';
+import { type Commit, parseCommitObject, type Signature } from './commit.js';
 import { GitError } from './errors.js';
 import { updateRef } from './update-ref.js';
 import { isValidBranchName } from './validate.js';

@@ -12,7 +12,6 @@ import {
   revertPlan,
   writePickCommit,
 } from '../git/pick.js';
-import { readBranchTip } from '../git/repo-info.js';
 import { ApiError } from '../http/errors.js';
 import type { Deps } from './deps.js';
 import { recordRefChanges } from './push-events.js';
@@ -116,6 +115,3 @@ export const applyCommitChange = leasedWrite(async function applyCommitChange(
   await recordRefChanges(deps, project, user, gitDir, [{ ref: `refs/heads/${branch}`, oldId: tip, newId: created }]);
   return created;
 });
-
-/** The branch tip, or null when the branch does not exist (GitLab's find_branch!). */
-export const branchTip = readBranchTip;
