@@ -188,11 +188,16 @@ export function registerRepositoryOperationRoutes(api: ApiRouter): void {
       const gitDir = params.wiki ? repository.replace(/\.git$/, '.wiki.git') : repository;
       const stat = await fs.stat(gitDir).catch(() => null);
       if (!stat?.isDirectory()) throw notFound('Repository');
-      const tar = streamSnapshot(gitDir);
-      tar.on('error', (error) => deps.logger.warn({ err: error, project: project.id }, 'snapshot stream failed'));
       ctx.set('Content-Disposition', 'attachment; filename="snapshot.tar"');
       ctx.set('Content-Transfer-Encoding', 'binary');
       ctx.set('Cache-Control', 'private');
+      if (ctx.method === 'HEAD') {
+        ctx.status = 200;
+        ctx.type = 'application/x-tar';
+        return;
+      }
+      const tar = streamSnapshot(gitDir);
+      tar.on('error', (error) => deps.logger.warn({ err: error, project: project.id }, 'snapshot stream failed'));
       ctx.body = tar;
       ctx.type = 'application/x-tar';
     },

@@ -794,6 +794,8 @@ describe('GET /projects/:id/snapshot', () => {
     expect((await untar(Buffer.from(await viaClient.arrayBuffer()))).get('HEAD')?.toString()).toBe(
       'ref: refs/heads/main\n',
     );
+    const head = await app.request(`/projects/${project.id}/snapshot`, { token: admin.token, method: 'HEAD' });
+    expect([head.status, head.text, head.headers.get('content-type')]).toEqual([200, '', 'application/x-tar']);
     const wiki = await app.request(`/projects/${project.id}/snapshot?wiki=true`, { token: admin.token });
     expect([wiki.status, wiki.body]).toEqual([404, { message: '404 Repository Not Found' }]);
     const unknown = await app.request(`/projects/${project.id + 9999}/snapshot`, { token: admin.token });
