@@ -70,9 +70,11 @@ async function changeCommit(
   action: ChangeAction,
   params: z.infer<typeof changeParams> & { message?: string | undefined },
 ): Promise<void> {
-  const user = currentUser(ctx);
   const deps = ctx.state.deps;
+  // GitLab's order: the project (404 when invisible, anonymous callers included), then
+  // authenticate! (401) and the push rights on the branch (403).
   const { project, policy, gitDir } = await loadRepository(ctx, params.id);
+  const user = currentUser(ctx);
   if (!canPushToBranch(project, policy, params.branch)) throw forbidden('You are not allowed to push into this branch');
   const commit = await findCommit(gitDir, params.sha);
   const tip = await readBranchTip(gitDir, params.branch);
@@ -133,7 +135,6 @@ export function registerRepositoryOperationRoutes(api: ApiRouter): void {
     '/projects/:id/repository/commits/:sha/cherry_pick',
     {
       summary: 'Cherry-pick a commit onto a branch',
-      auth: 'required',
       params: changeParams.extend({ message: p.string().optional() }),
       tags: ['commits'],
     },
@@ -142,7 +143,7 @@ export function registerRepositoryOperationRoutes(api: ApiRouter): void {
 
   api.post(
     '/projects/:id/repository/commits/:sha/revert',
-    { summary: 'Revert a commit on a branch', auth: 'required', params: changeParams, tags: ['commits'] },
+    { summary: 'Revert a commit on a branch', params: changeParams, tags: ['commits'] },
     (ctx, params) => changeCommit(ctx, 'revert', params),
   );
 

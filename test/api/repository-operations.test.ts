@@ -312,7 +312,7 @@ describe('POST /projects/:id/repository/commits/:sha/cherry_pick', () => {
     const { project, gitDir, c } = await makeSample();
     const personas = await makePersonas(app, { type: 'project', id: project.id });
     const expected: Record<Persona['name'], number> = {
-      anonymous: 401,
+      anonymous: 404,
       'non-member': 404,
       guest: 403,
       reporter: 403,
