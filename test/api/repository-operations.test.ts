@@ -12,6 +12,7 @@ import { gitEnvironment } from '../../src/git/command.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { makePersonas, makeProject, makeProjectMember, makeUser, type Persona } from '../support/factories.js';
 import { RepoBuilder } from '../support/git-builder.js';
+import { commitTree } from '../support/git-fixtures.js';
 
 const exec = promisify(execFile);
 let app: TestApp;
@@ -413,6 +414,43 @@ describe('POST /projects/:id/repository/commits/:sha/cherry_pick', () => {
     const root = await client(dev.token).Commits.cherryPick(project.id, c.c1, 'only-c');
     expect(root.parent_ids).toEqual([orphan]);
     expect(await git(gitDir, 'ls-tree', '--name-only', root.id)).toBe('a.txt\nb.txt\nc.txt\n');
+  });
+});
+
+describe('concurrent cherry-picks onto one branch', () => {
+  it("each lands on the branch or is refused with GitLab's message: no commit is lost", async () => {
+    const { project, gitDir, c } = await makeSample();
+    const dev = await makeProjectMember(app, project, 'developer');
+    const base = { 'a.txt': { content: '1\ndeux\n3\n4\n5\n' }, 'b.txt': { content: 'b\n' } };
+    const picks: string[] = [];
+    let parent = c.c3;
+    for (let n = 1; n <= 4; n++) {
+      const files: Record<string, { content: string }> = { ...base };
+      for (let k = 1; k <= n; k++) files[`d${k}.txt`] = { content: `d${k}\n` };
+      parent = await commitTree(gitDir, 'many', files, { parent, message: `Add d${n}` });
+      picks.push(parent);
+    }
+    const answers = await Promise.all(
+      picks.map((sha) =>
+        app.request(`/projects/${project.id}/repository/commits/${sha}/cherry_pick`, {
+          method: 'POST',
+          token: dev.token,
+          body: { branch: 'main' },
+        }),
+      ),
+    );
+    const landed: string[] = [];
+    for (const answer of answers) {
+      if (answer.status === 201) landed.push(answer.body.id);
+      else
+        expect([answer.status, answer.body]).toEqual([
+          400,
+          { message: 'Could not update main. Please refresh and try again.' },
+        ]);
+    }
+    expect(landed.length).toBeGreaterThan(0);
+    const history = (await git(gitDir, 'rev-list', `${c.c3}..main`)).trim().split('\n');
+    expect(history.sort()).toEqual([...landed].sort());
   });
 });
 
