@@ -9,6 +9,7 @@ import tar from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
 import { gitEnvironment } from '../../src/git/command.js';
+import { useMergeBaseOption } from '../../src/git/pick.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { makePersonas, makeProject, makeProjectMember, makeUser, type Persona } from '../support/factories.js';
 import { RepoBuilder } from '../support/git-builder.js';
@@ -414,6 +415,29 @@ describe('POST /projects/:id/repository/commits/:sha/cherry_pick', () => {
     const root = await client(dev.token).Commits.cherryPick(project.id, c.c1, 'only-c');
     expect(root.parent_ids).toEqual([orphan]);
     expect(await git(gitDir, 'ls-tree', '--name-only', root.id)).toBe('a.txt\nb.txt\nc.txt\n');
+  });
+});
+
+describe('the merge on git without --merge-base', () => {
+  it('gives the same trees as the merge this git runs by default', async () => {
+    const trees: string[][] = [];
+    for (const force of [false, undefined]) {
+      useMergeBaseOption(force);
+      try {
+        const { project, gitDir, c } = await makeSample();
+        const dev = await makeProjectMember(app, project, 'developer');
+        const picked = await client(dev.token).Commits.cherryPick(project.id, c.f1, 'main');
+        const reverted = await client(dev.token).Commits.revert(project.id, c.c3, 'main');
+        trees.push([
+          (await git(gitDir, 'rev-parse', `${picked.id}^{tree}`)).trim(),
+          (await git(gitDir, 'rev-parse', `${reverted.id}^{tree}`)).trim(),
+        ]);
+      } finally {
+        useMergeBaseOption(undefined);
+      }
+    }
+    expect(trees[0]).toEqual(trees[1]);
+    expect(new Set(trees[0]).size).toBe(2);
   });
 });
 
