@@ -40,10 +40,11 @@ export function cherryPickPlan(commit: Commit): PickPlan {
 /** The plan of `git revert` (mainline 1 for merges): the change commit → parent. */
 export async function revertPlan(gitDir: string, commit: Commit): Promise<PickPlan> {
   const parent = commit.parentIds[0];
-  const theirsTree = parent
-    ? await gitText({ gitDir, subcommand: 'rev-parse', args: [`${parent}^{tree}`] })
-    : await emptyTree(gitDir);
-  return { base: commit.id, theirsTree };
+  if (!parent) return { base: commit.id, theirsTree: await emptyTree(gitDir) };
+  // Through the cat-file pool: no git process for the parent's tree.
+  const object = await readObject(gitDir, parent);
+  if (!object) throw new GitError('not_found', 'parent commit missing');
+  return { base: commit.id, theirsTree: parseCommitObject(parent, object.data).tree };
 }
 
 async function emptyTree(gitDir: string): Promise<string> {
