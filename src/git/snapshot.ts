@@ -1,4 +1,4 @@
-import fs from 'node:fs';
+import type fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -52,31 +52,37 @@ export function streamSnapshot(gitDir: string): Readable {
       resolve();
     }),
   );
-  const addFile = (name: string): Promise<void> =>
-    new Promise((resolve, reject) => {
-      const full = path.join(gitDir, name);
-      fs.open(full, 'r', (openError, fd) => {
-        if (openError) return openError.code === 'ENOENT' ? resolve() : reject(openError);
-        fs.fstat(fd, (statError, stat) => {
-          if (statError) {
-            fs.close(fd, () => reject(statError));
-            return;
-          }
-          const size = stat.size;
-          const sink = pack.entry({ name, size, mode: stat.mode & 0o777, mtime: stat.mtime, type: 'file' }, (e) =>
-            e ? reject(e) : resolve(),
-          );
-          if (size === 0) {
-            fs.close(fd, () => (sink as unknown as { end(): void }).end());
-            return;
-          }
-          const source = fs.createReadStream('', { fd, start: 0, end: size - 1, highWaterMark: READ_CHUNK_BYTES });
-          current = source;
-          source.on('error', (e) => sink.destroy(e));
-          source.pipe(sink);
-        });
+  const addFile = async (name: string): Promise<void> => {
+    let handle: fsp.FileHandle;
+    try {
+      handle = await fsp.open(path.join(gitDir, name), 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return; // removed meanwhile
+      throw error;
+    }
+    let handedOver = false;
+    try {
+      const stat = await handle.stat();
+      if (pack.destroyed) return;
+      const size = stat.size;
+      // Inside the executor a throw of pack.entry (the pack destroyed meanwhile) is a rejection.
+      await new Promise<void>((resolve, reject) => {
+        const header = { name, size, mode: stat.mode & 0o777, mtime: stat.mtime, type: 'file' as const };
+        const sink = pack.entry(header, (e) => (e ? reject(e) : resolve()));
+        if (size === 0) {
+          (sink as unknown as { end(): void }).end();
+          return;
+        }
+        const source = handle.createReadStream({ start: 0, end: size - 1, highWaterMark: READ_CHUNK_BYTES });
+        handedOver = true; // the stream closes the file when it ends or is destroyed
+        current = source;
+        source.on('error', (e) => sink.destroy(e));
+        source.pipe(sink);
       });
-    });
+    } finally {
+      if (!handedOver) await handle.close();
+    }
+  };
   const addDirectory = (name: string) =>
     new Promise<void>((resolve, reject) =>
       pack.entry({ name, type: 'directory', mode: 0o755, mtime: new Date() }, (e) => (e ? reject(e) : resolve())),

@@ -865,4 +865,31 @@ describe('GET /projects/:id/snapshot', () => {
     const bad = await app.request(`/projects/${project.id}/snapshot?wiki=perhaps`, { token: admin.token });
     expect([bad.status, bad.body]).toEqual([400, { error: 'wiki is invalid' }]);
   });
+  it('stops reading and closes its files when the client goes away', async () => {
+    const { project, gitDir, c } = await makeSample();
+    const { randomBytes } = await import('node:crypto');
+    await commitTree(gitDir, 'big', { 'big.bin': { content: randomBytes(8 * 1024 * 1024) } }, { parent: c.c3 });
+    await git(gitDir, 'repack', '-a', '-d', '-q');
+    const admin = await makeUser(app, { admin: true });
+    const { makeToken } = await import('../support/factories.js');
+    const token = await makeToken(app, admin);
+    const controller = new AbortController();
+    const res = await fetch(`${app.baseUrl}/api/v4/projects/${project.id}/snapshot`, {
+      headers: { 'PRIVATE-TOKEN': token },
+      signal: controller.signal,
+    });
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    await reader.read();
+    controller.abort();
+    await reader.read().catch(() => undefined);
+    const openInRepository = async () => {
+      const fds = await fs.readdir('/proc/self/fd');
+      const targets = await Promise.all(fds.map((fd) => fs.readlink(`/proc/self/fd/${fd}`).catch(() => '')));
+      return targets.filter((target) => target.startsWith(gitDir) && target.includes('/objects/pack/'));
+    };
+    for (let i = 0; i < 50 && (await openInRepository()).length > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await openInRepository()).toEqual([]);
+    const again = await app.request(`/projects/${project.id}/snapshot`, { token });
+    expect(again.status).toBe(200);
+  });
 });
