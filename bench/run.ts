@@ -6,6 +6,7 @@
 
 import * as archives from './archives.js';
 import * as changelog from './changelog.js';
+import * as events from './events.js';
 import * as gitHttp from './git-http.js';
 import { type Measurement, report } from './harness.js';
 import * as repository from './repository.js';
@@ -25,6 +26,7 @@ const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   'storage-move': storageMove,
   archives,
   'repository-operations': repositoryOperations,
+  events,
 };
 
 const wanted = process.argv.slice(2);
