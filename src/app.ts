@@ -25,6 +25,7 @@ import { registerPagesDomainRoutes } from './api/pages-domains.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
+import { registerRepositoryOperationRoutes } from './api/repository-operations.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
 import { registerSharingRoutes } from './api/sharing.js';
 import { registerStorageMoveRoutes } from './api/storage-moves.js';
@@ -73,6 +74,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerBranchRoutes,
   registerTagRoutes,
   registerRepositoryWriteRoutes,
+  registerRepositoryOperationRoutes,
   registerBranchWriteRoutes,
   registerTagWriteRoutes,
   registerChangelogRoutes,

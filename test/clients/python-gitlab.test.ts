@@ -197,6 +197,26 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('cherry-pick, revert, file blame, commit refs and signature, snapshot', async () => {
+    const out = await flow('repository_operations.py');
+    expect(out).toEqual({
+      picked: [true, true, 'extra\n'],
+      picked_again: ['GitlabCherryPickError', 400],
+      picked_unknown_branch: ['GitlabCherryPickError', 404],
+      reverted: ['Revert "Shout two"', true, 'one\ntwo\nthree\n'],
+      reverted_again: ['GitlabRevertError', 400],
+      blame: [
+        ['Add notes', ['one']],
+        ['Revert "Shout two"', ['two']],
+        ['Add notes', ['three']],
+      ],
+      refs: [{ type: 'branch', name: 'topic' }],
+      refs_main: [{ type: 'branch', name: 'main' }],
+      signature: ['GitlabGetError', 404],
+      snapshot: [true, true, false],
+    });
+  });
+
   it('the event feeds: the user’s, a project’s, another user’s, filters and scopes', async () => {
     const out = await flow('events.py');
     expect(out).toEqual({
