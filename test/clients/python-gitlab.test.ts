@@ -251,7 +251,7 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
       groups: ['readers'],
       member_all: [
         ['ada', 50],
-        ['lin', 20],
+        ['yu', 20],
       ],
       after_unshare: ['GitlabGetError', 404],
       group_shared_with: ['readers'],

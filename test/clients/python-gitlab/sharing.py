@@ -8,8 +8,8 @@ out = {}
 
 lin = gl.users.create(
     {
-        "username": "lin",
-        "email": "lin@example.com",
+        "username": "yu",
+        "email": "yu@example.com",
         "name": "Lin Yu",
         "password": "a long enough password, really",
         "skip_confirmation": True,
