@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { registerAccessRequestRoutes } from './api/access-requests.js';
 import { registerApplicationSettingsRoutes } from './api/application-settings.js';
 import { registerApplicationRoutes } from './api/applications.js';
+import { registerApprovalRoutes } from './api/approvals.js';
 import { registerArchiveRoutes } from './api/archive.js';
 import { registerAuditEventRoutes } from './api/audit-events.js';
 import { registerBranchWriteRoutes } from './api/branch-writes.js';
@@ -17,13 +18,16 @@ import { registerEventRoutes } from './api/events.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
 import { registerMemberRoutes } from './api/members.js';
+import { registerMergeRequestRoutes } from './api/merge-requests.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
 import { registerPagesDomainRoutes } from './api/pages-domains.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
+import { registerRepositoryOperationRoutes } from './api/repository-operations.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
+import { registerSharingRoutes } from './api/sharing.js';
 import { registerStorageMoveRoutes } from './api/storage-moves.js';
 import { registerTagWriteRoutes } from './api/tag-writes.js';
 import { registerTagRoutes } from './api/tags.js';
@@ -61,6 +65,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerNamespaceRoutes,
   registerGroupRoutes,
   registerProjectRoutes,
+  registerSharingRoutes,
   registerRepositoryRoutes,
   registerArchiveRoutes,
   registerCompareRoutes,
@@ -69,9 +74,12 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerBranchRoutes,
   registerTagRoutes,
   registerRepositoryWriteRoutes,
+  registerRepositoryOperationRoutes,
   registerBranchWriteRoutes,
   registerTagWriteRoutes,
   registerChangelogRoutes,
+  registerMergeRequestRoutes,
+  registerApprovalRoutes,
   registerApplicationSettingsRoutes,
   registerPagesDomainRoutes,
   registerErrorTrackingRoutes,
