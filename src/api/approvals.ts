@@ -396,7 +396,8 @@ export function registerApprovalRoutes(api: ApiRouter): void {
     { summary: 'Withdraw an approval', auth: 'required', params: z.object(iidParams), tags: ['approvals'] },
     async (ctx, params) => {
       const loaded = await loadMergeRequest(ctx, params.id, params.merge_request_iid);
-      await unapproveMergeRequest(ctx.state.deps, loaded.mr, currentUser(ctx));
+      const user = currentUser(ctx);
+      await unapproveMergeRequest(ctx.state.deps, loaded.project, loaded.policy, loaded.mr, loaded.gitDir, user);
       created(ctx, await approvalsAnswer(ctx, loaded));
     },
   );

@@ -579,7 +579,20 @@ export async function approveMergeRequest(
 }
 
 /** `POST …/unapprove`: 404 when the user had not approved. */
-export async function unapproveMergeRequest(deps: Deps, mr: MergeRequest, user: User): Promise<void> {
+/**
+ * `POST …/unapprove`: GitLab loads the merge request with `approve_merge_request`
+ * (find_merge_request_with_access), so who may not approve gets 403 before anything else; then
+ * 404 when the user had not approved.
+ */
+export async function unapproveMergeRequest(
+  deps: Deps,
+  project: Project,
+  policy: ProjectPolicy,
+  mr: MergeRequest,
+  gitDir: string,
+  user: User,
+): Promise<void> {
+  if (!mayApprove(policy, await approvalState(deps, project, mr, gitDir))) throw forbidden();
   const removed = await deps.db
     .deleteFrom('merge_request_approvals')
     .where('merge_request_id', '=', mr.id)
