@@ -77,6 +77,8 @@ interface Rule {
   raw?: () => { body: string; type: string };
   /** What allowed callers get when it is not a 2xx (a check after authorization that the data fails). */
   allowed?: number;
+  /** The route first reads the subject's code (merge requests): 403 for those who may not. */
+  needsCode?: boolean;
   /** The status denied members get: 403 unless the route hides what they may not use (404). */
   denied?: number;
   /** The persona mints a fresh token of its own for each request (routes that revoke the caller's token). */
@@ -204,6 +206,46 @@ const SENTRY_EVENT = {
   timestamp: 1764147600.5,
   exception: { values: [{ type: 'TypeError', value: 'x is not a function' }] },
 };
+
+/** A group shared with the subject (`base` is its API path), by an administrator. */
+async function freshShare(w: World, base: string): Promise<Values> {
+  const group = await makeGroup(app, w.admin, { visibility: 'public' });
+  await adminRequest(`${base}/share`, 'POST', { group_id: group.id, group_access: ROLES.developer });
+  return { group_id: String(group.id) };
+}
+
+/** A commit adding a file on `branch` (made from main when missing); its sha. */
+async function freshCommit(w: World, v: Visibility, branch: string): Promise<string> {
+  const project = w.projects[v].id;
+  if (branch !== 'matrix') {
+    await adminRequest(`/projects/${project}/repository/branches`, 'POST', { branch, ref: 'main' });
+  }
+  const commit = await adminRequest(`/projects/${project}/repository/commits`, 'POST', {
+    branch,
+    commit_message: 'fresh commit',
+    actions: [{ action: 'create', file_path: `fresh/${n()}.txt`, content: 'x' }],
+  });
+  return commit.id;
+}
+
+/** A branch from main with one commit of its own; its name. */
+async function freshBranchWithCommit(w: World, v: Visibility): Promise<string> {
+  const branch = `mr-${n()}`;
+  await freshCommit(w, v, branch);
+  return branch;
+}
+
+/** A merge request of the MR author from a fresh branch into `matrix`; its iid. */
+async function freshMergeRequest(w: World, v: Visibility): Promise<string> {
+  const source = await freshBranchWithCommit(w, v);
+  const res = await app.request(`/projects/${w.projects[v].id}/merge_requests`, {
+    method: 'POST',
+    token: w.values.author_token,
+    body: { source_branch: source, target_branch: 'matrix', title: `fresh ${source}` },
+  });
+  if (res.status !== 201) throw new Error(`merge request: ${res.status} ${res.text}`);
+  return String(res.body.iid);
+}
 
 /** The public project with its client key, for the error tracking collector. */
 async function collector(w: World): Promise<Values> {
@@ -622,6 +664,171 @@ const RULES: Record<string, Rule> = {
   'get /events': { on: 'none', min: 'signed', scopes: ['read_user'] },
   'get /users/:id/events': { on: 'none', min: 'any', scopes: ['read_user'] },
   'get /projects/:id/events': { on: 'project', min: 'any' },
+  // Transfers and sharing (projects.rb transfer: change_namespace, Owners; share: admin_project;
+  // groups.rb transfer and share: admin_group, Owners; storage: administrators).
+  'put /projects/:id/transfer': {
+    on: 'project',
+    min: 'owner',
+    fresh: async (w, v) => ({
+      id: String((await makeProject(app, w.admin, { namespace: w.groups[v], visibility: v })).id),
+    }),
+    body: () => ({ namespace: world.values.landing }),
+  },
+  'get /projects/:id/groups': { on: 'project', min: 'any' },
+  'get /projects/:id/storage': { on: 'project', min: 'admin' },
+  // The group shared with must be one the caller is a member of (read_namespace_via_membership).
+  'post /projects/:id/share': {
+    on: 'project',
+    min: 'maintainer',
+    fresh: async (w) => ({ group_id: String((await freshGroup(w, 'public')).id) }),
+    body: (_, fresh) => ({ group_id: fresh.group_id ?? world.values.landing, group_access: ROLES.developer }),
+  },
+  'delete /projects/:id/share/:group_id': {
+    on: 'project',
+    min: 'maintainer',
+    fresh: (w, v) => freshShare(w, `/projects/${w.projects[v].id}`),
+  },
+  'post /groups/:id/transfer': {
+    on: 'group',
+    min: 'owner',
+    fresh: async (w, v) => ({ id: String((await makeGroup(app, w.admin, { visibility: v, parent: w.groups[v] })).id) }),
+  },
+  // Groups::GroupLinks::CreateService answers 404 Not Found to whoever may not admin the members.
+  'post /groups/:id/share': {
+    on: 'group',
+    min: 'owner',
+    denied: 404,
+    fresh: async (w) => ({ group_id: String((await makeGroup(app, w.admin, { visibility: 'public' })).id) }),
+    body: (_, fresh) => ({ group_id: fresh.group_id ?? world.values.landing, group_access: ROLES.developer }),
+  },
+  'delete /groups/:id/share/:group_id': {
+    on: 'group',
+    min: 'owner',
+    fresh: (w, v) => freshShare(w, `/groups/${w.groups[v].id}`),
+  },
+  // Repository operations (files.rb blame, commits.rb cherry_pick/revert: push to the branch,
+  // refs and signature: read_code; the snapshot: administrators).
+  'get /projects/:id/repository/files/:file_path/blame': {
+    on: 'project',
+    min: 'code',
+    query: { ref: 'main' },
+    scopes: ['read_repository'],
+  },
+  'post /projects/:id/repository/commits/:sha/cherry_pick': {
+    on: 'project',
+    min: 'developer',
+    fresh: async (w, v) => ({ sha: await freshCommit(w, v, `pick-${n()}`) }),
+    body: () => ({ branch: 'matrix' }),
+    // Depot asks anonymous callers to sign in first (GitLab's authorize_push_to_branch! gives 403).
+    override: { anonymous: 401 },
+  },
+  'post /projects/:id/repository/commits/:sha/revert': {
+    on: 'project',
+    min: 'developer',
+    fresh: async (w, v) => ({ sha: await freshCommit(w, v, 'matrix') }),
+    body: () => ({ branch: 'matrix' }),
+    override: { anonymous: 401 },
+  },
+  'get /projects/:id/repository/commits/:sha/refs': { on: 'project', min: 'code' },
+  // The sample commits are not signed: those who may read get 404 Signature Not Found.
+  'get /projects/:id/repository/commits/:sha/signature': { on: 'project', min: 'code', allowed: 404 },
+  'get /projects/:id/snapshot': { on: 'project', min: 'admin' },
+  // Merge requests (merge_requests.rb; read_merge_request follows read_code here, creating and
+  // updating need push_code or authorship, merging a push to the target branch).
+  'get /projects/:id/merge_requests': { on: 'project', min: 'code' },
+  'post /projects/:id/merge_requests': {
+    on: 'project',
+    min: 'developer',
+    fresh: async (w, v) => ({ source: await freshBranchWithCommit(w, v) }),
+    body: (i, fresh) => ({
+      source_branch: fresh.source ?? 'mr-source',
+      target_branch: 'matrix',
+      title: `Matrix ${i}`,
+    }),
+  },
+  'get /projects/:id/merge_requests/:merge_request_iid': { on: 'project', min: 'code' },
+  'put /projects/:id/merge_requests/:merge_request_iid': {
+    on: 'project',
+    min: 'developer',
+    body: (i) => ({ description: `changed ${i}` }),
+  },
+  'get /projects/:id/merge_requests/:merge_request_iid/commits': { on: 'project', min: 'code' },
+  'get /projects/:id/merge_requests/:merge_request_iid/changes': { on: 'project', min: 'code' },
+  'get /projects/:id/merge_requests/:merge_request_iid/diffs': { on: 'project', min: 'code' },
+  // unauthorized! unless can_be_merged_by?: denied members get 401. The fresh merge request is
+  // approved by an administrator first (the project's rule asks for one approval).
+  'put /projects/:id/merge_requests/:merge_request_iid/merge': {
+    on: 'project',
+    min: 'developer',
+    denied: 401,
+    needsCode: true,
+    fresh: async (w, v) => {
+      const iid = await freshMergeRequest(w, v);
+      await adminRequest(`/projects/${w.projects[v].id}/merge_requests/${iid}/approve`, 'POST');
+      return { merge_request_iid: iid };
+    },
+  },
+  // Approvals (EE project_approvals.rb, project_approval_rules.rb, merge_request_approvals.rb,
+  // merge_request_approval_rules.rb): reading needs the project or its merge requests, changing
+  // the project's rules admin_project, a merge request's rules update_merge_request, approving
+  // Developers (not the author).
+  'get /projects/:id/approvals': { on: 'project', min: 'signed' },
+  'post /projects/:id/approvals': { on: 'project', min: 'maintainer', body: () => ({ reset_approvals_on_push: true }) },
+  'get /projects/:id/approval_rules': { on: 'project', min: 'signed' },
+  'get /projects/:id/approval_rules/:approval_rule_id': { on: 'project', min: 'signed' },
+  'post /projects/:id/approval_rules': {
+    on: 'project',
+    min: 'maintainer',
+    body: (i) => ({ name: `rule ${i}`, approvals_required: 1 }),
+  },
+  'put /projects/:id/approval_rules/:approval_rule_id': {
+    on: 'project',
+    min: 'maintainer',
+    body: (i) => ({ name: `renamed ${i}`, approvals_required: 1 }),
+  },
+  'delete /projects/:id/approval_rules/:approval_rule_id': {
+    on: 'project',
+    min: 'maintainer',
+    fresh: async (w, v) => {
+      const rule = await adminRequest(`/projects/${w.projects[v].id}/approval_rules`, 'POST', {
+        name: `gone ${n()}`,
+        approvals_required: 1,
+      });
+      return { approval_rule_id: String(rule.id) };
+    },
+  },
+  'get /projects/:id/merge_requests/:merge_request_iid/approvals': { on: 'project', min: 'code' },
+  'post /projects/:id/merge_requests/:merge_request_iid/approvals': {
+    on: 'project',
+    min: 'developer',
+    body: () => ({ approvals_required: 1 }),
+  },
+  'get /projects/:id/merge_requests/:merge_request_iid/approval_state': { on: 'project', min: 'code' },
+  'get /projects/:id/merge_requests/:merge_request_iid/approval_rules': { on: 'project', min: 'code' },
+  'post /projects/:id/merge_requests/:merge_request_iid/approval_rules': {
+    on: 'project',
+    min: 'developer',
+    body: (i) => ({ name: `mr rule ${i}`, approvals_required: 1 }),
+  },
+  'put /projects/:id/merge_requests/:merge_request_iid/approval_rules/:approval_rule_id': {
+    on: 'project',
+    min: 'developer',
+    body: (i) => ({ name: `mr renamed ${i}`, approvals_required: 1 }),
+  },
+  'delete /projects/:id/merge_requests/:merge_request_iid/approval_rules/:approval_rule_id': {
+    on: 'project',
+    min: 'developer',
+    fresh: async (w, v) => {
+      const iid = w.values[`mr:${v}`];
+      const rule = await adminRequest(`/projects/${w.projects[v].id}/merge_requests/${iid}/approval_rules`, 'POST', {
+        name: `gone ${n()}`,
+        approvals_required: 1,
+      });
+      return { approval_rule_id: String(rule.id) };
+    },
+  },
+  'post /projects/:id/merge_requests/:merge_request_iid/approve': { on: 'project', min: 'developer' },
+  'post /projects/:id/merge_requests/:merge_request_iid/unapprove': { on: 'project', min: 'developer' },
   // Error tracking collector: authenticated by the client key (GitLab's Sentry DSN), not by users.
   'post /error_tracking/collector/api/:id/envelope': {
     on: 'none',
@@ -674,14 +881,16 @@ function expected(op: Operation, rule: Rule, persona: Persona, visibility: Visib
   if (!persona.user) {
     if (op.auth === 'required' || rule.min === 'admin') return 401;
   }
-  const override = rule.override?.[persona.name];
-  if (override !== undefined) return override;
   const admin = persona.user?.admin === true;
   // authenticated_as_admin! runs before the subject is loaded: 403 whatever the user may see.
-  if (rule.min === 'admin') return admin ? 'ok' : 403;
+  if (rule.min === 'admin') return admin ? (rule.override?.admin ?? 'ok') : 403;
   if (!sees(persona, rule, visibility)) return persona.user ? 404 : op.auth === 'required' ? 401 : 404;
-  if (admin) return 'ok';
+  const override = rule.override?.[persona.name];
+  if (override !== undefined) return override;
   const level = levelOf(persona, rule);
+  // Routes on merge requests first need to read them (read_code here): 403 before anything else.
+  if (rule.needsCode && !admin && visibility === 'private' && level < ROLES.reporter) return 403;
+  if (admin) return 'ok';
   switch (rule.min) {
     case 'any':
       return 'ok';
@@ -786,6 +995,35 @@ beforeAll(async () => {
       await freshRequester(world, v, type, requester);
     }
   }
+  // The MR author: a Maintainer of every group who is none of the personas (authors may not approve).
+  const author = await makeUser(app, { randomPassword: false });
+  for (const v of VISIBILITIES) await addMember(app, { type: 'group', id: groups[v].id }, author, ROLES.maintainer);
+  world.values.author_token = await makeToken(app, author);
+  // A public group the Owner persona owns: where projects are transferred and what is shared.
+  const landing = await makeGroup(app, admin, { visibility: 'public' });
+  const owner = personas.find((p) => p.name === 'owner') as Persona;
+  await addMember(app, { type: 'group', id: landing.id }, owner.user as User, ROLES.owner);
+  world.values.landing = String(landing.id);
+  for (const v of VISIBILITIES) {
+    const project = projects[v].id;
+    world.values[`mr:${v}`] = await freshMergeRequest(world, v);
+    // The administrator may satisfy it (the merge route approves as administrator before merging).
+    const rule = await adminRequest(`/projects/${project}/approval_rules`, 'POST', {
+      name: 'rule',
+      approvals_required: 1,
+      user_ids: [admin.id],
+    });
+    world.values[`rule:${v}`] = String(rule.id);
+    const mrRule = await adminRequest(
+      `/projects/${project}/merge_requests/${world.values[`mr:${v}`]}/approval_rules`,
+      'POST',
+      { name: 'mr rule', approvals_required: 1 },
+    );
+    world.values[`mr-rule:${v}`] = String(mrRule.id);
+    await freshShare(world, `/projects/${project}`).then((share) => {
+      world.values.landing_share = share.group_id as string;
+    });
+  }
   // An LDAP-synced membership, which Owners may override (EE members.rb override).
   await app.deps.db
     .updateTable('members')
@@ -827,6 +1065,12 @@ function fill(op: Operation, rule: Rule, visibility: Visibility, fresh: Values):
     }
     if (name === 'sha') return (op.path.includes('/blobs/') ? w.values.blob : w.values.commit) as string;
     if (name === 'domain') return `${visibility}.matrix.example`;
+    if (name === 'merge_request_iid') return w.values[`mr:${visibility}`] as string;
+    if (name === 'approval_rule_id') {
+      const kind = relative.includes('/merge_requests/') ? 'mr-rule' : 'rule';
+      return w.values[`${kind}:${visibility}`] as string;
+    }
+    if (name === 'group_id') return w.values.landing as string;
     return encodeURIComponent(w.values[name] ?? '1');
   });
 }
