@@ -88,7 +88,13 @@ function registerFor(api: ApiRouter, type: StorageMoveContainer, plural: string)
 
   api.get(
     resource,
-    { summary: `List ${label} repository storage moves`, auth: 'required', tags: TAGS, params: z.object(pagination()) },
+    {
+      summary: `List ${label} repository storage moves`,
+      auth: 'required',
+      admin: true,
+      tags: TAGS,
+      params: z.object(pagination()),
+    },
     async (ctx, params) => {
       requireAdmin(ctx);
       const db = ctx.state.deps.db;
@@ -105,7 +111,13 @@ function registerFor(api: ApiRouter, type: StorageMoveContainer, plural: string)
 
   api.get(
     `${resource}/:repository_storage_move_id`,
-    { summary: `A ${label} repository storage move`, auth: 'required', tags: TAGS, params: z.object(moveIdParam) },
+    {
+      summary: `A ${label} repository storage move`,
+      auth: 'required',
+      admin: true,
+      tags: TAGS,
+      params: z.object(moveIdParam),
+    },
     async (ctx, params) => {
       requireAdmin(ctx);
       const move = await findMoveOf(ctx.state.deps.db, type, params.repository_storage_move_id);
@@ -119,6 +131,7 @@ function registerFor(api: ApiRouter, type: StorageMoveContainer, plural: string)
     {
       summary: `Schedule moves of every ${label} repository on a storage`,
       auth: 'required',
+      admin: true,
       tags: TAGS,
       params: bulkParams,
     },
@@ -144,6 +157,7 @@ function registerFor(api: ApiRouter, type: StorageMoveContainer, plural: string)
     {
       summary: `List the repository storage moves of a ${label}`,
       auth: 'required',
+      admin: true,
       tags: TAGS,
       params: z.object({ id: p.string(), ...pagination() }),
     },
@@ -168,6 +182,7 @@ function registerFor(api: ApiRouter, type: StorageMoveContainer, plural: string)
     {
       summary: `A repository storage move of a ${label}`,
       auth: 'required',
+      admin: true,
       tags: TAGS,
       params: z.object({ id: p.string(), ...moveIdParam }),
     },
@@ -187,7 +202,13 @@ function registerFor(api: ApiRouter, type: StorageMoveContainer, plural: string)
 
   api.post(
     `/${plural}/:id/repository_storage_moves`,
-    { summary: `Schedule a repository storage move of a ${label}`, auth: 'required', tags: TAGS, params: createParams },
+    {
+      summary: `Schedule a repository storage move of a ${label}`,
+      auth: 'required',
+      admin: true,
+      tags: TAGS,
+      params: createParams,
+    },
     async (ctx, params) => {
       requireAdmin(ctx);
       const container = await loadContainer(ctx, type, params.id);
