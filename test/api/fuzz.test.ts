@@ -53,7 +53,7 @@ const HOSTILE: unknown[] = [
   'true',
   'null',
   '[object Object]',
-  12345678901234567890,
+  2 ** 64,
   -1,
   0,
   true,
@@ -101,7 +101,7 @@ const HOSTILE: unknown[] = [
   '-h',
   // formats and injections
   "' OR 1=1 --",
-  '${7*7}{{7*7}}',
+  `\${7*7}{{7*7}}`,
   '<script>alert(1)</script>',
   'http://169.254.169.254/latest/meta-data/',
   'file:///etc/passwd',
