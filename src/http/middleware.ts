@@ -70,6 +70,14 @@ export function errorHandler(): Middleware<AppState> {
   };
 }
 
+/** A PostgreSQL error of class 22 (data exception), as node-postgres reports it. */
+function isDataException(error: unknown): boolean {
+  const failure = error as { code?: unknown; severity?: unknown } | null;
+  return (
+    typeof failure?.code === 'string' && typeof failure.severity === 'string' && /^22[0-9A-Z]{3}$/.test(failure.code)
+  );
+}
+
 function toResponse(error: unknown): { status: number; body: unknown; headers: Record<string, string> } {
   if (error instanceof ApiError) return { status: error.status, body: error.body, headers: error.headers };
   if (error instanceof GitError) {
@@ -81,6 +89,10 @@ function toResponse(error: unknown): { status: number; body: unknown; headers: R
       return { status: 503, body: { message: '503 Service Unavailable' }, headers: {} };
     }
   }
+  // PostgreSQL's data exceptions (class 22: a number out of its column's range, text it cannot
+  // store) come from values the client sent that the parameter checks let through: the client's
+  // fault, GitLab's 400, not a 500.
+  if (isDataException(error)) return { status: 400, body: { message: '400 Bad request' }, headers: {} };
   // Body-parser and other HTTP errors thrown by Koa middleware carry an `expose`d status.
   const httpError = error as { status?: number; statusCode?: number; expose?: boolean; type?: string };
   const status = httpError.status ?? httpError.statusCode;

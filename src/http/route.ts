@@ -163,11 +163,18 @@ export function mergedParams(ctx: AppContext): Params {
   return { ...parseQuery(ctx.querystring), ...bodyParams, ...files, ...ctx.params };
 }
 
-/** True when a parameter value (nested up to GitLab's depth of 3) holds a NUL character. */
-function hasNullByte(value: unknown, depth = 0): boolean {
-  if (typeof value === 'string') return value.includes('\0');
+/** A UTF-16 surrogate without its pair: a JSON `"\ud800"` escape, which no UTF-8 text can hold. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * True when a parameter value (nested up to GitLab's depth of 3) holds a NUL character or a lone
+ * surrogate (GitLab's HandleMalformedStrings middleware refuses both: null bytes and strings that
+ * are not valid UTF-8).
+ */
+function hasMalformedString(value: unknown, depth = 0): boolean {
+  if (typeof value === 'string') return value.includes('\0') || LONE_SURROGATE.test(value);
   if (depth > 2 || value === null || typeof value !== 'object') return false;
-  return Object.values(value).some((v) => hasNullByte(v, depth + 1));
+  return Object.values(value).some((v) => hasMalformedString(v, depth + 1));
 }
 
 /**
@@ -244,8 +251,9 @@ export class ApiRouter {
     if (method !== 'get' && !options.rawBody) chain.push(parseBody);
     chain.push(async (ctx) => {
       const raw = mergedParams(ctx);
-      // GitLab's HandleNullBytes middleware: no valid request holds a NUL (PostgreSQL text cannot).
-      if (ctx.path.includes('\0') || hasNullByte(raw)) throw badRequest();
+      // GitLab's HandleMalformedStrings middleware: no valid request holds a NUL or a lone
+      // surrogate (PostgreSQL text can hold neither).
+      if (ctx.path.includes('\0') || hasMalformedString(raw)) throw badRequest();
       ctx.state.actor = await authenticate(ctx, raw, rules, auth);
       if (options.admin && !ctx.state.actor.user) throw unauthorized();
       if (options.admin && !ctx.state.actor.user?.admin) throw forbidden();

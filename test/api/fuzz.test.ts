@@ -431,3 +431,27 @@ describe('fuzzed input from the OpenAPI document', () => {
     expect(version.status).toBe(200);
   }, 600_000);
 });
+
+describe('what the long fuzz runs found', () => {
+  it('answers 400 and changes nothing for a lone surrogate or a number out of its column’s range', async () => {
+    const before = await app.request('/application/settings', { token: adminToken });
+    const surrogate = await app.request('/application/settings', {
+      method: 'PUT',
+      token: adminToken,
+      body: { after_sign_up_text: '\ud800' },
+    });
+    expect(surrogate.status).toBe(400);
+    expect(surrogate.body).toEqual({ message: '400 Bad request' });
+    const after = await app.request('/application/settings', { token: adminToken });
+    expect(after.body.after_sign_up_text).toBe(before.body.after_sign_up_text);
+    const theme = await app.request(`/users/${values.user}`, {
+      method: 'PUT',
+      token: adminToken,
+      body: { theme_id: '-2147483649' },
+    });
+    expect(theme.status).toBe(400);
+    expect(theme.body).toEqual({ message: '400 Bad request' });
+    const user = await app.request(`/users/${values.user}`, { token: adminToken });
+    expect(user.body.theme_id).not.toBe(-2147483649);
+  });
+});
