@@ -52,6 +52,13 @@ export function openPostgres(
   // An idle client's connection can die (server restart, DROP DATABASE ... FORCE); pg-pool then
   // emits 'error' on the pool, which crashes the process unless handled. The pool replaces it.
   pool.on('error', () => {});
+  // pg-pool listens for errors only while a client is idle: a client checked out between two
+  // queries (a transaction waiting on git, a job holding its connection) that loses its
+  // connection emits 'error' with no listener, and the process dies. Its next query fails
+  // instead (the request answers 500), and the pool drops it when it is released.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const lookups = options.lookups === false ? undefined : new LookupCache();
   const listener = lookups ? listenForRowChanges(url, lookups) : undefined;
   const observed = new ObservedPool(pool, (table) => lookups?.invalidate(table));

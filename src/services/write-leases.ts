@@ -65,13 +65,26 @@ export async function acquireWriteLease(
   return {
     release: () => {
       clearInterval(timer);
-      released ??= deleteWriteLease(deps.db, id).catch((error: unknown) =>
-        // Left behind, it goes stale and stops counting after WRITE_LEASE_STALE_SECONDS.
-        deps.logger.warn({ err: error, project: project.id }, 'could not release a write lease'),
-      );
+      released ??= deleteWriteLease(deps.db, id).catch((error: unknown) => {
+        deps.logger.warn({ err: error, project: project.id }, 'could not release a write lease');
+        // The database was away (a restart): this live process's lease would hold storage moves
+        // back until it went stale, so it is released again in the background once it is back.
+        retryRelease(deps, id, Date.now() + WRITE_LEASE_STALE_SECONDS * 1000);
+      });
       return released;
     },
   };
+}
+
+/** How often a lease the database could not delete is tried again. */
+const RELEASE_RETRY_MS = 1_000;
+
+function retryRelease(deps: Deps, id: number, until: number): void {
+  if (Date.now() > until) return;
+  const timer = setTimeout(() => {
+    deleteWriteLease(deps.db, id).catch(() => retryRelease(deps, id, until));
+  }, RELEASE_RETRY_MS);
+  timer.unref();
 }
 
 /** Runs `write` under a write lease; refused with GitLab's 403 while the repository is read-only. */
