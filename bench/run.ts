@@ -9,6 +9,7 @@ import * as changelog from './changelog.js';
 import * as events from './events.js';
 import * as gitHttp from './git-http.js';
 import { type Measurement, report } from './harness.js';
+import * as load from './load.js';
 import * as repository from './repository.js';
 import * as repositoryOperations from './repository-operations.js';
 import * as server from './server.js';
@@ -27,6 +28,7 @@ const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   archives,
   'repository-operations': repositoryOperations,
   events,
+  load,
 };
 
 const wanted = process.argv.slice(2);
