@@ -18,6 +18,7 @@ import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectRoutes } from './api/projects.js';
+import { registerProtectedBranchRoutes } from './api/protected-branches.js';
 import { registerRepositoryRoutes } from './api/repository.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
 import { registerStorageMoveRoutes } from './api/storage-moves.js';
@@ -64,6 +65,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerRepositoryWriteRoutes,
   registerBranchWriteRoutes,
   registerTagWriteRoutes,
+  registerProtectedBranchRoutes,
   registerChangelogRoutes,
   registerApplicationSettingsRoutes,
   registerPlanLimitRoutes,

@@ -6,8 +6,6 @@ import { readBranchTip } from '../git/repo-info.js';
 import { isValidBranchName } from '../git/validate.js';
 import { ActionError, commitTree, type FileAction, treeWithActions, ZERO_OID } from '../git/write.js';
 import { ApiError, forbidden } from '../http/errors.js';
-import type { ProjectPolicy } from '../policies/abilities.js';
-import { pushLevelFor } from '../policies/branch-protection.js';
 import type { Deps } from './deps.js';
 import { recordRefChanges } from './push-events.js';
 import { leasedWrite, READ_ONLY_MESSAGE } from './write-leases.js';
@@ -33,11 +31,6 @@ export interface CommitRequest {
 const fail = (message: string) => new ApiError(400, { message });
 /** The branch is not where the commit was built on: a concurrent writer moved it. */
 const branchMoved = (branch: string) => fail(`Could not update ${branch}. Please refresh and try again.`);
-
-/** push_code, and the level the branch's protection asks for (src/policies/branch-protection.ts). */
-export function canPushToBranch(project: Project, policy: ProjectPolicy, branch: string): boolean {
-  return policy.can('push_code') && policy.level >= pushLevelFor(project, branch);
-}
 
 /**
  * An early refusal while a storage move holds the repository read-only, for a service that works

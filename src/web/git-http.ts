@@ -20,7 +20,6 @@ import type { AppContext, AppState } from '../http/context.js';
 import { ApiError } from '../http/errors.js';
 import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
-import { isProtectedBranch, pushLevelFor } from '../policies/branch-protection.js';
 import { resolveActor, type ScopeRule } from '../services/auth.js';
 import type { Deps } from '../services/deps.js';
 import {
@@ -32,6 +31,7 @@ import {
 } from '../services/instance-access.js';
 import { checkUserPassword, isAccessLocked } from '../services/password-auth.js';
 import { findProjectAndNamespace } from '../services/projects.js';
+import { canDeleteProtectedBranch, protectDefaultBranch, pushRulesForHook } from '../services/protected-branches.js';
 import { recordRefChanges } from '../services/push-events.js';
 import { acquireWriteLease } from '../services/write-leases.js';
 
@@ -217,15 +217,14 @@ async function serve(ctx: AppContext, access: GitAccess, service: GitService): P
     // Our hooks enforce protection; post-receive tells us what changed.
     logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
     const { project } = access;
-    const defaultBranch = project.default_branch ?? '';
-    const canPushDefault = access.policy.level >= pushLevelFor(project, defaultBranch);
+    const rules = await pushRulesForHook(deps, project, access.policy);
     git = runService(access.gitDir, service, requestBody(ctx), {
       protocol,
       config: { 'core.hooksPath': receiveHooksDir() },
       env: {
-        DEPOT_DEFAULT_BRANCH: defaultBranch,
-        DEPOT_DEFAULT_BRANCH_PROTECTED: isProtectedBranch(project, defaultBranch) ? '1' : '0',
-        DEPOT_CAN_PUSH_PROTECTED: canPushDefault ? '1' : '0',
+        DEPOT_DEFAULT_BRANCH: project.default_branch ?? '',
+        DEPOT_PROTECTED: rules,
+        DEPOT_CAN_DELETE_PROTECTED: canDeleteProtectedBranch(access.policy) ? '1' : '0',
         DEPOT_PUSH_LOG: path.join(logDir, 'refs'),
       },
     });
@@ -257,7 +256,11 @@ async function afterPush(deps: Deps, access: GitAccess, pushLog: string): Promis
     if (created) {
       const branch = created.ref.slice('refs/heads/'.length);
       await setHeadBranch(gitDir, branch);
-      await deps.db.updateTable('projects').set({ default_branch: branch }).where('id', '=', project.id).execute();
+      // GitLab protects the default branch its first push names (ProtectDefaultBranchService).
+      await deps.db.transaction().execute(async (tx) => {
+        await tx.updateTable('projects').set({ default_branch: branch }).where('id', '=', project.id).execute();
+        await protectDefaultBranch(tx, project, branch, deps.clock.now());
+      });
     }
   }
   await recordRefChanges(deps, project, access.user, gitDir, updates);

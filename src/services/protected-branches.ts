@@ -1,0 +1,401 @@
+import { sql } from 'kysely';
+import type { Db } from '../db/database.js';
+import {
+  type AccessGrant,
+  deleteAccessRows,
+  deleteProtectedBranch,
+  insertAccessRows,
+  insertProtectedBranch,
+  listProtectedBranches,
+  type ProtectedAction,
+  type ProtectedBranchRow,
+  updateAccessLevel,
+  updateProtectedBranchFlags,
+} from '../db/queries/protected-branches.js';
+import type { Project, User } from '../db/schema.js';
+import { ApiError, conflict, forbidden, notFound } from '../http/errors.js';
+import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
+import { AccessLevel } from '../policies/access-levels.js';
+import {
+  type Accessor,
+  defaultBranchAccess,
+  lowestRole,
+  matchingRules,
+  rulesAllow,
+} from '../policies/branch-protection.js';
+import { cachedLookup, type Deps, today } from './deps.js';
+import { findProjectAndNamespace } from './projects.js';
+
+export type { ProtectedBranchRow } from '../db/queries/protected-branches.js';
+
+/**
+ * A project's protected branches with their access rows, kept in process (lookup kind
+ * `protectedBranches`, forgotten on every change to the four tables, migration 0018): the branch
+ * list and every push ask no query once warm. Entries are frozen.
+ */
+export async function loadProtectedBranches(deps: Deps, projectId: number): Promise<readonly ProtectedBranchRow[]> {
+  return (await cachedLookup(deps, 'protectedBranches', String(projectId), () =>
+    listProtectedBranches(deps.db, projectId),
+  )) as readonly ProtectedBranchRow[];
+}
+
+/** The effective protection of one branch: every matching rule taken together, as GitLab does. */
+export interface BranchRules {
+  /** The lowest role that may push (30 developers, 40 maintainers, 60 administrators); 0 when no role may. */
+  pushLevel: number;
+  /** The lowest role that may merge into the branch; 0 when no role may. */
+  mergeLevel: number;
+  /** The lowest role that may unprotect (delete the rule); 0 when no role may. */
+  unprotectLevel: number;
+  /** Any matching rule allows force pushes (GitLab's ProtectedBranch.allow_force_push?). */
+  allowForcePush: boolean;
+  /** Any matching rule requires code owner approval (branch_requires_code_owner_approval?). */
+  codeOwnerApprovalRequired: boolean;
+  /** The matching rules themselves (names or wildcards, with their user and group rows). */
+  rules: readonly ProtectedBranchRow[];
+}
+
+/**
+ * The effective rules for `branch` of a project, or null when no protected branch name or
+ * wildcard matches it. For the merge request and approval services: pushLevel/mergeLevel
+ * summarise the role rows; use canMerge/canPushToBranch to decide for a user (user and group
+ * rows count there too).
+ */
+export async function protectedBranchRules(deps: Deps, projectId: number, branch: string): Promise<BranchRules | null> {
+  const matching = matchingRules(await loadProtectedBranches(deps, projectId), branch);
+  if (matching.length === 0) return null;
+  return {
+    pushLevel: lowestRole(matching, 'push'),
+    mergeLevel: lowestRole(matching, 'merge'),
+    unprotectLevel: lowestRole(matching, 'unprotect'),
+    allowForcePush: matching.some((rule) => rule.allow_force_push),
+    codeOwnerApprovalRequired: matching.some((rule) => rule.code_owner_approval_required),
+    rules: matching,
+  };
+}
+
+/** The groups among `groupIds` the user belongs to (directly or through an ancestor group). */
+async function groupsOf(deps: Deps, userId: number, groupIds: number[]): Promise<Set<number>> {
+  if (groupIds.length === 0) return new Set();
+  const { rows } = await sql<{ id: number }>`
+    SELECT g.id FROM namespaces g
+    WHERE g.id = ANY(${sql.val(groupIds)}::int[]) AND EXISTS (
+      SELECT 1 FROM members m
+      WHERE m.user_id = ${userId} AND m.source_type = 'group' AND m.source_id = ANY(g.traversal_ids)
+        AND m.requested_at IS NULL AND (m.expires_at IS NULL OR m.expires_at >= ${today(deps)}::date))`.execute(
+    deps.db,
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+/** The caller as the rules see them; group memberships asked only if a matching row names a group. */
+async function accessorFor(
+  deps: Deps,
+  policy: ProjectPolicy,
+  matching: readonly ProtectedBranchRow[],
+  action: ProtectedAction | 'any' = 'any',
+): Promise<Accessor> {
+  const userId = policy.user?.id ?? null;
+  const actions: ProtectedAction[] = action === 'any' ? ['push', 'merge', 'unprotect'] : [action];
+  const groupIds = [
+    ...new Set(matching.flatMap((rule) => actions.flatMap((a) => rule[a].map((row) => row.group_id)))),
+  ].filter((id): id is number => id !== null);
+  const groups = userId !== null ? await groupsOf(deps, userId, groupIds) : new Set<number>();
+  return { userId, level: policy.level, inGroup: (id) => groups.has(id) };
+}
+
+/**
+ * GitLab's UserAccess#can_push_to_branch?: push_code, and on a protected branch a push access
+ * row of a matching rule that admits the caller.
+ */
+export async function canPushToBranch(
+  deps: Deps,
+  project: Project,
+  policy: ProjectPolicy,
+  branch: string,
+): Promise<boolean> {
+  if (!policy.can('push_code')) return false;
+  const matching = matchingRules(await loadProtectedBranches(deps, project.id), branch);
+  if (matching.length === 0) return true;
+  return rulesAllow(matching, 'push', await accessorFor(deps, policy, matching, 'push'));
+}
+
+/**
+ * GitLab's UserAccess#can_merge_to_branch?: whether `user` may merge into `branch` of `project`
+ * (push_code, and on a protected branch a merge access row that admits them). Pass the caller's
+ * policy when it is at hand to skip loading it.
+ */
+export async function canMerge(
+  deps: Deps,
+  project: Project,
+  user: User | null,
+  branch: string,
+  policy?: ProjectPolicy,
+): Promise<boolean> {
+  if (!user) return false;
+  let checked = policy;
+  if (!checked || checked.user?.id !== user.id) {
+    const found = await findProjectAndNamespace(deps, String(project.id));
+    if (!found) return false;
+    checked = await loadProjectPolicy(deps, user, found.project, found.namespace);
+  }
+  if (!checked.can('push_code')) return false;
+  const matching = matchingRules(await loadProtectedBranches(deps, project.id), branch);
+  if (matching.length === 0) return true;
+  return rulesAllow(matching, 'merge', await accessorFor(deps, checked, matching, 'merge'));
+}
+
+/** GitLab's can_delete_branch? for a protected branch: push_to_delete_protected_branch (maintainers). */
+export const canDeleteProtectedBranch = (policy: ProjectPolicy) =>
+  policy.can('push_code') && policy.level >= AccessLevel.MAINTAINER;
+
+export const DELETE_PROTECTED_MESSAGE =
+  'You are not allowed to delete protected branches from this project. Only a project maintainer or owner can delete a protected branch.';
+
+/**
+ * What the pre-receive hook needs to decide a push (src/git/smart-http.ts): one line per
+ * protected name or wildcard, `<may push 0|1><force push allowed 0|1> <name>`. Names that no
+ * valid branch can match (git forbids `?`, `[`, `\` and control characters in ref names) are left
+ * out, so the hook's shell pattern sees only literal characters and `*`.
+ */
+export async function pushRulesForHook(deps: Deps, project: Project, policy: ProjectPolicy): Promise<string> {
+  const rules = await loadProtectedBranches(deps, project.id);
+  const lines: string[] = [];
+  const who = await accessorFor(deps, policy, rules, 'push');
+  for (const rule of rules) {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
+    if (/[?[\\\x00-\x1f\x7f]/.test(rule.name)) continue;
+    const push = rulesAllow([rule], 'push', who) ? '1' : '0';
+    lines.push(`${push}${rule.allow_force_push ? '1' : '0'} ${rule.name}`);
+  }
+  return lines.join('\n');
+}
+
+// --- the protected branches API (GitLab's ProtectedBranches::CreateService, UpdateService, DestroyService)
+
+export interface GrantInput {
+  id?: number | undefined;
+  access_level?: number | undefined;
+  user_id?: number | undefined;
+  group_id?: number | undefined;
+  deploy_key_id?: number | undefined;
+  _destroy?: boolean | undefined;
+}
+
+export interface ProtectInput {
+  name: string;
+  push_access_level?: number | undefined;
+  merge_access_level?: number | undefined;
+  unprotect_access_level?: number | undefined;
+  allow_force_push?: boolean | undefined;
+  code_owner_approval_required?: boolean | undefined;
+  allowed_to_push?: GrantInput[] | undefined;
+  allowed_to_merge?: GrantInput[] | undefined;
+  allowed_to_unprotect?: GrantInput[] | undefined;
+}
+
+const ACTIONS: ProtectedAction[] = ['push', 'merge', 'unprotect'];
+const ACTION_LABEL: Record<ProtectedAction, string> = {
+  push: 'Push access levels',
+  merge: 'Merge access levels',
+  unprotect: 'Unprotect access levels',
+};
+
+/** GitLab answers a model validation failure here with 422 and the full messages as an array. */
+const invalid = (messages: string[]) => new ApiError(422, { message: messages });
+const badRequest = (error: string) => new ApiError(400, { error });
+
+/** Users and groups named in grants must exist and be able to reach the project. */
+async function checkGrantees(db: Db, grants: AccessGrant[], field: string): Promise<void> {
+  const userIds = grants.flatMap((g) => (g.user_id !== undefined ? [g.user_id] : []));
+  const groupIds = grants.flatMap((g) => (g.group_id !== undefined ? [g.group_id] : []));
+  if (userIds.length) {
+    const found = await db.selectFrom('users').select('id').where('id', 'in', userIds).execute();
+    if (found.length !== new Set(userIds).size) throw badRequest(`${field} is invalid`);
+  }
+  if (groupIds.length) {
+    const found = await db
+      .selectFrom('namespaces')
+      .select('id')
+      .where('id', 'in', groupIds)
+      .where('kind', '=', 'group')
+      .execute();
+    if (found.length !== new Set(groupIds).size) throw badRequest(`${field} is invalid`);
+  }
+}
+
+const grantKey = (g: AccessGrant) =>
+  g.access_level !== undefined ? `a${g.access_level}` : g.user_id !== undefined ? `u${g.user_id}` : `g${g.group_id}`;
+
+/** A grant names exactly one of a role, a user or a group. */
+function toGrant(input: GrantInput, action: ProtectedAction): AccessGrant {
+  const named = [input.access_level, input.user_id, input.group_id].filter((v) => v !== undefined).length;
+  if (input.deploy_key_id !== undefined) throw badRequest(`allowed_to_${action} is invalid`);
+  if (named !== 1) throw badRequest(`allowed_to_${action} is invalid`);
+  return { access_level: input.access_level, user_id: input.user_id, group_id: input.group_id };
+}
+
+function checkUnique(action: ProtectedAction, grants: AccessGrant[]): void {
+  const seen = new Set<string>();
+  for (const grant of grants) {
+    const key = grantKey(grant);
+    if (seen.has(key)) {
+      const what = grant.access_level !== undefined ? 'access level' : grant.user_id !== undefined ? 'user' : 'group';
+      throw invalid([`${ACTION_LABEL[action]} ${what} has already been taken`]);
+    }
+    seen.add(key);
+  }
+}
+
+async function findRule(deps: Deps, projectId: number, name: string): Promise<ProtectedBranchRow> {
+  const rule = (await loadProtectedBranches(deps, projectId)).find((r) => r.name === name);
+  if (!rule) throw notFound('Protected Branch');
+  return rule;
+}
+
+/** One protected branch of the project by exact name (or wildcard), or 404. */
+export const findProtectedBranch = findRule;
+
+/** GitLab's ProtectedBranches::CreateService through the API; 409 if the name is protected already. */
+export async function protectBranch(deps: Deps, project: Project, input: ProtectInput): Promise<ProtectedBranchRow> {
+  if ((await loadProtectedBranches(deps, project.id)).some((r) => r.name === input.name)) {
+    throw conflict(`Protected branch '${input.name}' already exists`);
+  }
+  if (input.name.trim() === '') throw invalid(["Name can't be blank"]);
+  const grants = {} as Record<ProtectedAction, AccessGrant[]>;
+  for (const action of ACTIONS) {
+    const level = input[`${action}_access_level`];
+    const allowed = input[`allowed_to_${action}`];
+    const list: AccessGrant[] = [];
+    // GitLab's AccessLevelParams: the role given, else Maintainers unless only a list was given.
+    if (level !== undefined) list.push({ access_level: level });
+    else if (allowed === undefined || allowed.length === 0) list.push({ access_level: AccessLevel.MAINTAINER });
+    for (const entry of allowed ?? []) list.push(toGrant(entry, action));
+    checkUnique(action, list);
+    await checkGrantees(deps.db, list, `allowed_to_${action}`);
+    grants[action] = list;
+  }
+  const now = deps.clock.now();
+  try {
+    await deps.db.transaction().execute((tx) =>
+      insertProtectedBranch(
+        tx,
+        {
+          project_id: project.id,
+          name: input.name,
+          allow_force_push: input.allow_force_push ?? false,
+          code_owner_approval_required: input.code_owner_approval_required ?? false,
+          now,
+        },
+        grants,
+      ),
+    );
+  } catch (error) {
+    // Two creators at once: the unique constraint decides, as the check above would have.
+    if ((error as { code?: string }).code === '23505') {
+      throw conflict(`Protected branch '${input.name}' already exists`);
+    }
+    throw error;
+  }
+  return findRule(deps, project.id, input.name);
+}
+
+/** Whether the caller may change or remove this rule (GitLab: admin_project, and EE's unprotect rows). */
+export async function authorizeUnprotect(deps: Deps, policy: ProjectPolicy, rule: ProtectedBranchRow): Promise<void> {
+  policy.authorize('admin_project');
+  if (rule.unprotect.length === 0) return;
+  if (!rulesAllow([rule], 'unprotect', await accessorFor(deps, policy, [rule], 'unprotect'))) throw forbidden();
+}
+
+/**
+ * GitLab's ProtectedBranches::UpdateService through the API: the flags, and access rows by
+ * nested attributes (`{access_level|user_id|group_id}` adds a row, `{id, _destroy: true}` removes
+ * one, `{id, access_level}` changes one).
+ */
+export async function updateProtectedBranch(
+  deps: Deps,
+  project: Project,
+  rule: ProtectedBranchRow,
+  input: Omit<ProtectInput, 'name'>,
+): Promise<ProtectedBranchRow> {
+  const now = deps.clock.now();
+  const plans: { action: ProtectedAction; add: AccessGrant[]; remove: number[]; change: [number, number][] }[] = [];
+  for (const action of ACTIONS) {
+    const plan = { action, add: [] as AccessGrant[], remove: [] as number[], change: [] as [number, number][] };
+    const level = input[`${action}_access_level`];
+    if (level !== undefined) plan.add.push({ access_level: level });
+    for (const entry of input[`allowed_to_${action}`] ?? []) {
+      if (entry.id !== undefined) {
+        if (!rule[action].some((row) => row.id === entry.id)) throw badRequest(`allowed_to_${action} is invalid`);
+        if (entry._destroy) plan.remove.push(entry.id);
+        else if (entry.access_level !== undefined) plan.change.push([entry.id, entry.access_level]);
+        continue;
+      }
+      plan.add.push(toGrant(entry, action));
+    }
+    const kept: AccessGrant[] = rule[action]
+      .filter((row) => !plan.remove.includes(row.id))
+      .map((row) => {
+        const changed = plan.change.find(([id]) => id === row.id);
+        if (changed) return { access_level: changed[1] };
+        return {
+          access_level: row.access_level ?? undefined,
+          user_id: row.user_id ?? undefined,
+          group_id: row.group_id ?? undefined,
+        };
+      });
+    checkUnique(action, [...kept, ...plan.add]);
+    await checkGrantees(deps.db, plan.add, `allowed_to_${action}`);
+    plans.push(plan);
+  }
+  await deps.db.transaction().execute(async (tx) => {
+    await updateProtectedBranchFlags(
+      tx,
+      rule.id,
+      { allow_force_push: input.allow_force_push, code_owner_approval_required: input.code_owner_approval_required },
+      now,
+    );
+    for (const plan of plans) {
+      await deleteAccessRows(tx, plan.action, rule.id, plan.remove);
+      for (const [id, level] of plan.change) await updateAccessLevel(tx, plan.action, rule.id, id, level, now);
+      await insertAccessRows(tx, plan.action, rule.id, plan.add, now);
+    }
+  });
+  return findRule(deps, project.id, rule.name);
+}
+
+/** GitLab's ProtectedBranches::DestroyService. */
+export async function unprotectBranch(deps: Deps, rule: ProtectedBranchRow): Promise<void> {
+  if (!(await deleteProtectedBranch(deps.db, rule.id))) throw notFound('Protected Branch');
+}
+
+/**
+ * GitLab's ProtectDefaultBranchService: protects `branch` as the project's
+ * default_branch_protection says, unless a rule of that name exists. Run in the transaction that
+ * creates the project, or after the first push names the default branch.
+ */
+export async function protectDefaultBranch(
+  db: Db,
+  project: Pick<Project, 'id' | 'default_branch_protection'>,
+  branch: string,
+  now: Date,
+): Promise<void> {
+  const access = defaultBranchAccess(project.default_branch_protection);
+  if (!access) return;
+  const existing = await db
+    .selectFrom('protected_branches')
+    .select('id')
+    .where('project_id', '=', project.id)
+    .where('name', '=', branch)
+    .executeTakeFirst();
+  if (existing) return;
+  await insertProtectedBranch(
+    db,
+    { project_id: project.id, name: branch, allow_force_push: false, code_owner_approval_required: false, now },
+    {
+      push: [{ access_level: access.push }],
+      merge: [{ access_level: access.merge }],
+      unprotect: [{ access_level: access.unprotect }],
+    },
+  );
+}
