@@ -399,3 +399,23 @@ export async function protectDefaultBranch(
     },
   );
 }
+
+/** Renames the rule named `from` to `to`, unless `to` is protected by name already. */
+export async function renameProtectedBranch(db: Db, projectId: number, from: string, to: string): Promise<void> {
+  await db
+    .updateTable('protected_branches')
+    .set({ name: to })
+    .where('project_id', '=', projectId)
+    .where('name', '=', from)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('protected_branches as taken')
+            .select('taken.id')
+            .where('taken.project_id', '=', projectId)
+            .where('taken.name', '=', to),
+        ),
+      ),
+    )
+    .execute();
+}

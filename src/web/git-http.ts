@@ -31,7 +31,12 @@ import {
 } from '../services/instance-access.js';
 import { checkUserPassword, isAccessLocked } from '../services/password-auth.js';
 import { findProjectAndNamespace } from '../services/projects.js';
-import { canDeleteProtectedBranch, protectDefaultBranch, pushRulesForHook } from '../services/protected-branches.js';
+import {
+  canDeleteProtectedBranch,
+  protectDefaultBranch,
+  pushRulesForHook,
+  renameProtectedBranch,
+} from '../services/protected-branches.js';
 import { recordRefChanges } from '../services/push-events.js';
 import { acquireWriteLease } from '../services/write-leases.js';
 
@@ -256,9 +261,13 @@ async function afterPush(deps: Deps, access: GitAccess, pushLog: string): Promis
     if (created) {
       const branch = created.ref.slice('refs/heads/'.length);
       await setHeadBranch(gitDir, branch);
-      // GitLab protects the default branch its first push names (ProtectDefaultBranchService).
+      // GitLab protects the default branch its first push names (ProtectDefaultBranchService):
+      // the rule made at creation for the branch named then follows the default branch.
       await deps.db.transaction().execute(async (tx) => {
         await tx.updateTable('projects').set({ default_branch: branch }).where('id', '=', project.id).execute();
+        if (project.default_branch && project.default_branch !== branch) {
+          await renameProtectedBranch(tx, project.id, project.default_branch, branch);
+        }
         await protectDefaultBranch(tx, project, branch, deps.clock.now());
       });
     }
