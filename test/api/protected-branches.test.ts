@@ -384,12 +384,21 @@ describe('enforcement', () => {
     });
     expect(await tipOf(project, 'stable')).toBe(tip);
     // Merged branches are cleared, but never protected ones.
-    expect((await commitTo(project, adminToken, 'kept/old', { start_branch: 'main' })).status).toBe(201);
+    for (const name of ['kept/old', 'gone/old']) {
+      const made = await app.request(`/projects/${project.id}/repository/branches`, {
+        method: 'POST',
+        token: maintainer.token,
+        body: { branch: name, ref: 'main~1' },
+      });
+      expect(made.status).toBe(201);
+    }
     expect((await protect(project, adminToken, { name: 'kept/*' })).status).toBe(201);
     await app.request(`/projects/${project.id}/repository/merged_branches`, {
       method: 'DELETE',
       token: maintainer.token,
     });
+    expect(await tipOf(project, 'kept/old')).toMatch(/^[0-9a-f]{40}$/);
+    expect(await branch(project, 'gone/old')).toEqual({ message: '404 Branch Not Found' });
     expect(await tipOf(project, 'stable')).toBe(tip);
     const byMaintainer = await app.request(`/projects/${project.id}/repository/branches/stable`, {
       method: 'DELETE',
