@@ -149,6 +149,9 @@ export async function canMerge(
 export const canDeleteProtectedBranch = (policy: ProjectPolicy) =>
   policy.can('push_code') && policy.level >= AccessLevel.MAINTAINER;
 
+export const FORCE_PUSH_PROTECTED_MESSAGE =
+  'You are not allowed to force push code to a protected branch on this project.';
+
 export const DELETE_PROTECTED_MESSAGE =
   'You are not allowed to delete protected branches from this project. Only a project maintainer or owner can delete a protected branch.';
 

@@ -369,6 +369,8 @@ describe('enforcement', () => {
       status: 403,
       body: { message: '403 Forbidden - You are not allowed to push into this branch' },
     });
+    // Maintainers may: stable now holds a commit main has not.
+    expect((await commitTo(project, maintainer.token, 'stable')).status).toBe(201);
     const tip = await tipOf(project, 'stable');
     // Deleting: maintainers only, with GitLab's pre-receive message.
     const byDeveloper = await app.request(`/projects/${project.id}/repository/branches/stable`, {
@@ -400,6 +402,16 @@ describe('enforcement', () => {
     expect(await tipOf(project, 'kept/old')).toMatch(/^[0-9a-f]{40}$/);
     expect(await branch(project, 'gone/old')).toEqual({ message: '404 Branch Not Found' });
     expect(await tipOf(project, 'stable')).toBe(tip);
+    // The commits API's force overwrites a branch: a force push, refused unless allowed.
+    const overwrite = { start_branch: 'main', force: true };
+    expect(await commitTo(project, maintainer.token, 'stable', overwrite)).toMatchObject({
+      status: 400,
+      body: { message: 'You are not allowed to force push code to a protected branch on this project.' },
+    });
+    expect(await tipOf(project, 'stable')).toBe(tip);
+    await gitlab.ProtectedBranches.edit(project.id, 'stable', { allowForcePush: true });
+    expect((await commitTo(project, maintainer.token, 'stable', overwrite)).status).toBe(201);
+    expect(await tipOf(project, 'stable')).not.toBe(tip);
     const byMaintainer = await app.request(`/projects/${project.id}/repository/branches/stable`, {
       method: 'DELETE',
       token: maintainer.token,
