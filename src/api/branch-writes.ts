@@ -28,9 +28,9 @@ export function registerBranchWriteRoutes(api: ApiRouter): void {
     async (ctx, params) => {
       const { project, policy, gitDir } = await loadRepository(ctx, params.id);
       policy.authorize('push_code');
-      const user = currentUser(ctx);
+      currentUser(ctx);
       const deps = ctx.state.deps;
-      const commitId = await createBranch(deps, project, user, gitDir, params.branch, params.ref);
+      const commitId = await createBranch(deps, project, policy, gitDir, params.branch, params.ref);
       const object = await readObject(gitDir, commitId);
       if (!object) throw notFound('Branch');
       const defaultTip = project.default_branch ? await readBranchTip(gitDir, project.default_branch) : null;

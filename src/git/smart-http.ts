@@ -69,7 +69,7 @@ export function runService(
 /**
  * Our receive hooks. pre-receive enforces the project's protected branches from DEPOT_* variables
  * the server sets for the pusher: DEPOT_PROTECTED holds one line per protected name or wildcard,
- * `<may push 0|1><force push allowed 0|1> <name>` (src/services/protected-branches.ts
+ * `<may push 0|1><force push allowed 0|1><may merge 0|1> <name>` (src/services/protected-branches.ts
  * pushRulesForHook; names hold only characters valid in refs, plus `*`), so the shell's `case`
  * matches as GitLab's RefMatcher does. git runs it with the pushed objects in quarantine, so
  * `merge-base --is-ancestor` sees them; a refused update stops the whole push, with GitLab's
@@ -90,7 +90,7 @@ while read -r old new ref; do
   if [ "$deleting" = 1 ] && [ "$branch" = "$DEPOT_DEFAULT_BRANCH" ]; then
     echo "The default branch of a project cannot be deleted." >&2; status=1; continue
   fi
-  matched=0; push=0; force=0
+  matched=0; push=0; force=0; merge=0
   while IFS= read -r rule; do
     [ -n "$rule" ] || continue
     name=\${rule#* }
@@ -98,7 +98,8 @@ while read -r old new ref; do
       $name)
         matched=1
         case "$rule" in 1*) push=1 ;; esac
-        case "$rule" in ?1*) force=1 ;; esac ;;
+        case "$rule" in ?1*) force=1 ;; esac
+        case "$rule" in ??1*) merge=1 ;; esac ;;
     esac
   done <<DEPOT_RULES
 $DEPOT_PROTECTED
@@ -114,7 +115,9 @@ DEPOT_RULES
     fi
     status=1
   elif [ "$push" != 1 ]; then
-    if [ "$creating" = 1 ]; then
+    if [ "$creating" = 1 ] && [ "$merge" = 1 ]; then
+      echo "You can only create protected branches using the web interface and API." >&2
+    elif [ "$creating" = 1 ]; then
       echo "You are not allowed to create protected branches on this project." >&2
     else
       echo "You are not allowed to push code to protected branches on this project." >&2

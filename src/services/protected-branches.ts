@@ -13,7 +13,7 @@ import {
   updateProtectedBranchFlags,
 } from '../db/queries/protected-branches.js';
 import type { Project, User } from '../db/schema.js';
-import { ApiError, conflict, forbidden, notFound } from '../http/errors.js';
+import { ApiError, conflict, forbidden, recordNotFound } from '../http/errors.js';
 import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import {
@@ -149,6 +149,25 @@ export async function canMerge(
 export const canDeleteProtectedBranch = (policy: ProjectPolicy) =>
   policy.can('push_code') && policy.level >= AccessLevel.MAINTAINER;
 
+export const CREATE_PROTECTED_MESSAGE = 'You are not allowed to create protected branches on this project.';
+
+/**
+ * GitLab's protected_branch_creation_checks for a branch created through the API (from a commit
+ * the project has): whoever may push to it, or merge into it. Throws the 400 GitLab answers.
+ */
+export async function checkProtectedBranchCreation(
+  deps: Deps,
+  project: Project,
+  policy: ProjectPolicy,
+  branch: string,
+) {
+  const matching = matchingRules(await loadProtectedBranches(deps, project.id), branch);
+  if (matching.length === 0) return;
+  const who = await accessorFor(deps, policy, matching);
+  if (rulesAllow(matching, 'push', who) || rulesAllow(matching, 'merge', who)) return;
+  throw new ApiError(400, { message: CREATE_PROTECTED_MESSAGE });
+}
+
 export const FORCE_PUSH_PROTECTED_MESSAGE =
   'You are not allowed to force push code to a protected branch on this project.';
 
@@ -157,19 +176,21 @@ export const DELETE_PROTECTED_MESSAGE =
 
 /**
  * What the pre-receive hook needs to decide a push (src/git/smart-http.ts): one line per
- * protected name or wildcard, `<may push 0|1><force push allowed 0|1> <name>`. Names that no
+ * protected name or wildcard, `<may push 0|1><force push allowed 0|1><may merge 0|1> <name>`. Names that no
  * valid branch can match (git forbids `?`, `[`, `\` and control characters in ref names) are left
  * out, so the hook's shell pattern sees only literal characters and `*`.
  */
 export async function pushRulesForHook(deps: Deps, project: Project, policy: ProjectPolicy): Promise<string> {
   const rules = await loadProtectedBranches(deps, project.id);
   const lines: string[] = [];
-  const who = await accessorFor(deps, policy, rules, 'push');
+  const who = await accessorFor(deps, policy, rules);
   for (const rule of rules) {
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is refused
     if (/[?[\\\x00-\x1f\x7f]/.test(rule.name)) continue;
-    const push = rulesAllow([rule], 'push', who) ? '1' : '0';
-    lines.push(`${push}${rule.allow_force_push ? '1' : '0'} ${rule.name}`);
+    const flag = (yes: boolean) => (yes ? '1' : '0');
+    const push = flag(rulesAllow([rule], 'push', who));
+    const merge = flag(policy.can('push_code') && rulesAllow([rule], 'merge', who));
+    lines.push(`${push}${flag(rule.allow_force_push)}${merge} ${rule.name}`);
   }
   return lines.join('\n');
 }
@@ -252,7 +273,8 @@ function checkUnique(action: ProtectedAction, grants: AccessGrant[]): void {
 
 async function findRule(deps: Deps, projectId: number, name: string): Promise<ProtectedBranchRow> {
   const rule = (await loadProtectedBranches(deps, projectId)).find((r) => r.name === name);
-  if (!rule) throw notFound('Protected Branch');
+  // GitLab's find_by! answers ActiveRecord's RecordNotFound: `404 Not found`.
+  if (!rule) throw recordNotFound();
   return rule;
 }
 
@@ -369,7 +391,7 @@ export async function updateProtectedBranch(
 
 /** GitLab's ProtectedBranches::DestroyService. */
 export async function unprotectBranch(deps: Deps, rule: ProtectedBranchRow): Promise<void> {
-  if (!(await deleteProtectedBranch(deps.db, rule.id))) throw notFound('Protected Branch');
+  if (!(await deleteProtectedBranch(deps.db, rule.id))) throw recordNotFound();
 }
 
 /**

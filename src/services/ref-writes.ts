@@ -12,6 +12,7 @@ import { matchingRules } from '../policies/branch-protection.js';
 import type { Deps } from './deps.js';
 import {
   canDeleteProtectedBranch,
+  checkProtectedBranchCreation,
   DELETE_PROTECTED_MESSAGE,
   loadProtectedBranches,
   protectedBranchRules,
@@ -59,16 +60,18 @@ async function createDefaultBranch(deps: Deps, project: Project, user: User, git
 export const createBranch = leasedWrite(async function createBranch(
   deps: Deps,
   project: Project,
-  user: User,
+  policy: ProjectPolicy,
   gitDir: string,
   name: string,
   ref: string,
 ): Promise<string> {
+  const user = policy.user as User;
   if (await isEmptyRepository(gitDir)) await createDefaultBranch(deps, project, user, gitDir);
   if (!isValidBranchName(name)) throw fail('Branch name is invalid');
   if (await readBranchTip(gitDir, name)) throw fail('Branch already exists');
   const commit = await resolveCommitId(gitDir, ref);
   if (!commit) throw fail(`Invalid reference name: ${ref}`);
+  await checkProtectedBranchCreation(deps, project, policy, name);
   try {
     await createRef(gitDir, 'branch', name, commit);
   } catch (error) {

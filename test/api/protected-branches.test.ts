@@ -131,7 +131,7 @@ describe('the protected branches API', () => {
 
     await gitlab.ProtectedBranches.unprotect(project.id, 'release/*');
     const gone = await app.request(`/projects/${project.id}/protected_branches/release%2F*`, { token: adminToken });
-    expect(gone).toMatchObject({ status: 404, body: { message: '404 Protected Branch Not Found' } });
+    expect(gone).toMatchObject({ status: 404, body: { message: '404 Not found' } });
     expect((await list(project)).map((b: { name: string }) => b.name)).toEqual(['main']);
   });
 
@@ -243,7 +243,7 @@ describe('the protected branches API', () => {
       token: adminToken,
       body: { allow_force_push: true },
     });
-    expect(missing).toMatchObject({ status: 404, body: { message: '404 Protected Branch Not Found' } });
+    expect(missing).toMatchObject({ status: 404, body: { message: '404 Not found' } });
     expect(await list(project)).toEqual(before);
   });
 
@@ -369,6 +369,25 @@ describe('enforcement', () => {
       status: 403,
       body: { message: '403 Forbidden - You are not allowed to push into this branch' },
     });
+    // Creating a branch a rule protects: whoever may push or merge there.
+    expect((await protect(project, adminToken, { name: 'rc-*', merge_access_level: 30 })).status).toBe(201);
+    const createAs = (token: string, name: string) =>
+      app.request(`/projects/${project.id}/repository/branches`, {
+        method: 'POST',
+        token,
+        body: { branch: name, ref: 'main' },
+      });
+    expect(await createAs(developer.token, 'stable-2')).toMatchObject({ status: 201 });
+    expect(await createAs(developer.token, 'rc-1')).toMatchObject({ status: 201, body: { protected: true } });
+    expect((await protect(project, adminToken, { name: 'final-*' })).status).toBe(201);
+    expect(await createAs(developer.token, 'final-1')).toEqual(
+      expect.objectContaining({
+        status: 400,
+        body: { message: 'You are not allowed to create protected branches on this project.' },
+      }),
+    );
+    expect(await branch(project, 'final-1')).toEqual({ message: '404 Branch Not Found' });
+    expect((await createAs(maintainer.token, 'final-1')).status).toBe(201);
     // Maintainers may: stable now holds a commit main has not.
     expect((await commitTo(project, maintainer.token, 'stable')).status).toBe(201);
     const tip = await tipOf(project, 'stable');
@@ -452,6 +471,11 @@ describe('enforcement', () => {
     const newProtected = await runGitClient(['push', 'origin', 'HEAD:refs/heads/hotfix-1'], dev);
     expect(newProtected.code).not.toBe(0);
     expect(newProtected.stderr).toContain('You are not allowed to create protected branches on this project.');
+    // Developers who may merge there create it through the API, not by pushing.
+    expect((await protect(project, adminToken, { name: 'rc-*', merge_access_level: 30 })).status).toBe(201);
+    const byPush = await runGitClient(['push', 'origin', 'HEAD:refs/heads/rc-1'], dev);
+    expect(byPush.code).not.toBe(0);
+    expect(byPush.stderr).toContain('You can only create protected branches using the web interface and API.');
 
     // Force pushes: refused for everyone unless the rule allows them.
     const main = await clone(project, maintainer.user.username, maintainer.token);
@@ -492,6 +516,38 @@ describe('enforcement', () => {
     const again = await branches();
     expect(again.body.find((b: { name: string }) => b.name === 'stable')).toMatchObject({ protected: true });
     expect(app.database.queries() - before).toBe(0);
+  });
+
+  it('reaches another server process within a second', async () => {
+    const peer = await startTestApp({ peer: app });
+    try {
+      const { project } = await makeSampleProject(app, admin, { visibility: 'private' });
+      const developer = await makeProjectMember(app, project, 'developer');
+      const onPeer = () =>
+        peer.request(`/projects/${project.id}/repository/commits`, {
+          method: 'POST',
+          token: developer.token,
+          body: {
+            branch: 'hot',
+            start_branch: 'main',
+            force: true,
+            commit_message: 'hot',
+            actions: [{ action: 'create', file_path: `hot-${++counter}.txt`, content: 'x\n' }],
+          },
+        });
+      expect((await onPeer()).status).toBe(201);
+      expect((await protect(project, adminToken, { name: 'hot' })).status).toBe(201);
+      const started = performance.now();
+      let status = 0;
+      while (performance.now() - started < 1_000) {
+        status = (await onPeer()).status;
+        if (status === 403) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(status).toBe(403);
+    } finally {
+      await peer.close();
+    }
   });
 
   it('protects the branch a first push names in an empty project', async () => {
