@@ -1,14 +1,14 @@
 import { z } from 'zod';
-import { granteeNames } from '../db/queries/protected-branches.js';
 import type { AppContext } from '../http/context.js';
 import { paginateArray } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { PUSH_MERGE_ACCESS_LEVELS, UNPROTECT_ACCESS_LEVELS } from '../policies/branch-protection.js';
-import { granteesOf, presentProtectedBranch } from '../presenters/protected-branch.js';
+import { presentProtectedBranch } from '../presenters/protected-branch.js';
 import {
   authorizeUnprotect,
   findProtectedBranch,
+  granteeNamesFor,
   loadProtectedBranches,
   type ProtectedBranchRow,
   protectBranch,
@@ -43,8 +43,7 @@ const changeParams = {
 };
 
 async function present(ctx: AppContext, rules: readonly ProtectedBranchRow[]) {
-  const { userIds, groupIds } = granteesOf(rules);
-  const names = await granteeNames(ctx.state.deps.db, userIds, groupIds);
+  const names = await granteeNamesFor(ctx.state.deps, rules);
   return rules.map((rule) => presentProtectedBranch(rule, names));
 }
 

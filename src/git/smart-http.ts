@@ -68,10 +68,10 @@ export function runService(
 
 /**
  * Our receive hooks. pre-receive enforces the project's protected branches from DEPOT_* variables
- * the server sets for the pusher: DEPOT_PROTECTED holds one line per protected name or wildcard,
- * `<may push 0|1><force push allowed 0|1><may merge 0|1> <name>` (src/services/protected-branches.ts
- * pushRulesForHook; names hold only characters valid in refs, plus `*`), so the shell's `case`
- * matches as GitLab's RefMatcher does. git runs it with the pushed objects in quarantine, so
+ * the server sets for the pusher: the file DEPOT_PROTECTED_FILE holds one line per protected name
+ * or wildcard, `<may push 0|1><force push allowed 0|1><may merge 0|1> <name>` (pushRulesForHook
+ * in src/services/protected-branches.ts; names hold only characters valid in refs, plus `*`), so
+ * the shell's `case` matches as GitLab's RefMatcher does. git runs it with the pushed objects in quarantine, so
  * `merge-base --is-ancestor` sees them; a refused update stops the whole push, with GitLab's
  * messages in the order GitLab's branch checks give them. post-receive appends the updated refs to
  * DEPOT_PUSH_LOG, which the server reads to record push events.
@@ -79,6 +79,10 @@ export function runService(
 // Tags are not protected: GitLab's admin_tag (change or delete an existing tag) comes with
 // push_code, which every pusher already has.
 const PRE_RECEIVE = `#!/bin/sh
+# Without the rules nothing is known to be allowed: refuse rather than let everything through.
+if [ ! -r "$DEPOT_PROTECTED_FILE" ]; then
+  echo "The repository is temporarily unavailable. Please try again later." >&2; exit 1
+fi
 status=0
 while read -r old new ref; do
   case "$new" in *[!0]*) deleting=0 ;; *) deleting=1 ;; esac
@@ -101,9 +105,7 @@ while read -r old new ref; do
         case "$rule" in ?1*) force=1 ;; esac
         case "$rule" in ??1*) merge=1 ;; esac ;;
     esac
-  done <<DEPOT_RULES
-$DEPOT_PROTECTED
-DEPOT_RULES
+  done < "$DEPOT_PROTECTED_FILE"
   [ "$matched" = 1 ] || continue
   if [ "$creating" = 0 ] && [ "$deleting" = 0 ] && [ "$force" = 0 ] && ! git merge-base --is-ancestor "$old" "$new" 2>/dev/null; then
     echo "You are not allowed to force push code to a protected branch on this project." >&2; status=1

@@ -4,6 +4,7 @@ import {
   type AccessGrant,
   deleteAccessRows,
   deleteProtectedBranch,
+  granteeNames,
   insertAccessRows,
   insertProtectedBranch,
   listProtectedBranches,
@@ -23,6 +24,7 @@ import {
   matchingRules,
   rulesAllow,
 } from '../policies/branch-protection.js';
+import { type GranteeNames, granteesOf } from '../presenters/protected-branch.js';
 import { cachedLookup, type Deps, today } from './deps.js';
 import { findProjectAndNamespace } from './projects.js';
 
@@ -37,6 +39,25 @@ export async function loadProtectedBranches(deps: Deps, projectId: number): Prom
   return (await cachedLookup(deps, 'protectedBranches', String(projectId), () =>
     listProtectedBranches(deps.db, projectId),
   )) as readonly ProtectedBranchRow[];
+}
+
+/** Protected branches of a project by id (approval rules name them by `protected_branch_ids`). */
+export async function protectedBranchesByIds(
+  deps: Deps,
+  projectId: number,
+  ids: readonly number[],
+): Promise<ProtectedBranchRow[]> {
+  const wanted = new Set(ids);
+  return (await loadProtectedBranches(deps, projectId)).filter((rule) => wanted.has(rule.id));
+}
+
+/**
+ * The names of the users and groups the rules' access rows name, for presentProtectedBranch
+ * (src/presenters/protected-branch.ts), which builds GitLab's ProtectedBranch entity.
+ */
+export async function granteeNamesFor(deps: Deps, rules: readonly ProtectedBranchRow[]): Promise<GranteeNames> {
+  const { userIds, groupIds } = granteesOf(rules);
+  return granteeNames(deps.db, userIds, groupIds);
 }
 
 /** The effective protection of one branch: every matching rule taken together, as GitLab does. */

@@ -219,16 +219,19 @@ async function serve(ctx: AppContext, access: GitAccess, service: GitService): P
   let git: ReturnType<typeof runService>;
   let logDir: string;
   try {
-    // Our hooks enforce protection; post-receive tells us what changed.
-    logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
+    // Our hooks enforce protection (the caller's verdict per protected branch, in a file: a
+    // project may have more rules than an environment variable holds); post-receive tells us
+    // what changed.
     const { project } = access;
     const rules = await pushRulesForHook(deps, project, access.policy);
+    logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
+    await fs.writeFile(path.join(logDir, 'protected'), `${rules}\n`);
     git = runService(access.gitDir, service, requestBody(ctx), {
       protocol,
       config: { 'core.hooksPath': receiveHooksDir() },
       env: {
         DEPOT_DEFAULT_BRANCH: project.default_branch ?? '',
-        DEPOT_PROTECTED: rules,
+        DEPOT_PROTECTED_FILE: path.join(logDir, 'protected'),
         DEPOT_CAN_DELETE_PROTECTED: canDeleteProtectedBranch(access.policy) ? '1' : '0',
         DEPOT_PUSH_LOG: path.join(logDir, 'refs'),
       },
