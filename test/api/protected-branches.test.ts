@@ -139,7 +139,10 @@ describe('the protected branches API', () => {
     const { project } = await makeSampleProject(app, admin, { visibility: 'private' });
     const again = await protect(project, adminToken, { name: 'main' });
     expect(again).toMatchObject({ status: 409, body: { message: "Protected branch 'main' already exists" } });
-    for (const name of ['a', 'b', 'c']) expect((await protect(project, adminToken, { name })).status).toBe(201);
+    // Concurrent creators of one name: exactly one wins, the others are told it exists.
+    const racing = await Promise.all([1, 2, 3, 4].map(() => protect(project, adminToken, { name: 'a' })));
+    expect(racing.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
+    for (const name of ['b', 'c']) expect((await protect(project, adminToken, { name })).status).toBe(201);
     const page = await app.request(`/projects/${project.id}/protected_branches`, {
       token: adminToken,
       query: { per_page: 2, page: 2 },
@@ -225,11 +228,20 @@ describe('the protected branches API', () => {
       [{ name: 'x', allowed_to_merge: [{ group_id: 999999 }] }, 'allowed_to_merge is invalid'],
       [{ name: 'x', allowed_to_push: [{ user_id: admin.id, access_level: 30 }] }, 'allowed_to_push is invalid'],
       [{ name: 'x', allowed_to_push: [{}] }, 'allowed_to_push is invalid'],
+      [{ name: 'x', allowed_to_push: 'everyone' }, 'allowed_to_push is invalid'],
+      [
+        { name: 'x', allowed_to_push: [{ user_id: 99999999999 }] },
+        'allowed_to_push[0][user_id] does not have a valid value',
+      ],
     ];
     for (const [body, error] of cases) {
       const res = await protect(project, adminToken, body);
       expect({ body, status: res.status, answer: res.body }).toEqual({ body, status: 400, answer: { error } });
     }
+    expect(await protect(project, adminToken, { name: 'a\u0000b' })).toMatchObject({
+      status: 400,
+      body: { message: '400 Bad request' },
+    });
     const blank = await protect(project, adminToken, { name: '' });
     expect(blank).toMatchObject({ status: 422, body: { message: ["Name can't be blank"] } });
     const patch = await app.request(`/projects/${project.id}/protected_branches/main`, {
