@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
-import type { Db } from '../db/database.js';
+import { type Db, UNIQUE_VIOLATION } from '../db/database.js';
 import {
+  ACCESS_TABLE,
   type AccessGrant,
   deleteAccessRows,
   deleteProtectedBranch,
@@ -338,7 +339,7 @@ export async function protectBranch(deps: Deps, project: Project, input: Protect
     );
   } catch (error) {
     // Two creators at once: the unique constraint decides, as the check above would have.
-    if ((error as { code?: string }).code === '23505') {
+    if ((error as { code?: string }).code === UNIQUE_VIOLATION) {
       throw conflict(`Protected branch '${input.name}' already exists`);
     }
     throw error;
@@ -394,7 +395,7 @@ export async function updateProtectedBranch(
     await checkGrantees(deps.db, plan.add, `allowed_to_${action}`);
     plans.push(plan);
   }
-  await deps.db.transaction().execute(async (tx) => {
+  const write = deps.db.transaction().execute(async (tx) => {
     await updateProtectedBranchFlags(
       tx,
       rule.id,
@@ -407,6 +408,18 @@ export async function updateProtectedBranch(
       await insertAccessRows(tx, plan.action, rule.id, plan.add, now);
     }
   });
+  try {
+    await write;
+  } catch (error) {
+    // A concurrent change added the same row first: the same answer as if it had been seen.
+    const index = (error as { code?: string; constraint?: string }).constraint ?? '';
+    if ((error as { code?: string }).code === UNIQUE_VIOLATION && index.includes('_unique_')) {
+      const action = ACTIONS.find((a) => index.startsWith(ACCESS_TABLE[a])) ?? 'push';
+      const what = index.endsWith('user_id') ? 'user' : index.endsWith('group_id') ? 'group' : 'access level';
+      throw invalid([`${ACTION_LABEL[action]} ${what} has already been taken`]);
+    }
+    throw error;
+  }
   return findRule(deps, project.id, rule.name);
 }
 

@@ -213,6 +213,22 @@ describe('the protected branches API', () => {
       body: { message: ['Push access levels access level has already been taken'] },
     });
     expect((await list(project)).find((b: { name: string }) => b.name === 'stable').push_access_levels).toHaveLength(2);
+    // Concurrent additions of one row: exactly one lands.
+    const racing = await Promise.all(
+      [1, 2, 3].map(() =>
+        app.request(`/projects/${project.id}/protected_branches/stable`, {
+          method: 'PATCH',
+          token: adminToken,
+          body: { allowed_to_merge: [{ access_level: 30 }] },
+        }),
+      ),
+    );
+    expect(racing.map((r) => r.status).sort()).toEqual([200, 422, 422]);
+    for (const refused of racing.filter((r) => r.status === 422)) {
+      expect(refused.body).toEqual({ message: ['Merge access levels access level has already been taken'] });
+    }
+    const merge = (await list(project)).find((b: { name: string }) => b.name === 'stable').merge_access_levels;
+    expect(merge.map((r: { access_level: number }) => r.access_level)).toEqual([40, 30]);
   });
 
   it('refuses bad input with GitLab’s 400 and changes nothing', async () => {

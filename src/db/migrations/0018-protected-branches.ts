@@ -50,7 +50,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         sql`num_nonnulls(access_level, user_id, group_id${sql.raw(table === 'protected_branch_push_access_levels' ? ', deploy_key_id' : '')}) = 1`,
       )
       .execute();
-    await db.schema.createIndex(`${table}_branch`).on(table).column('protected_branch_id').execute();
+    // One row per role, user or group on a branch, whoever writes concurrently.
+    for (const column of ['access_level', 'user_id', 'group_id']) {
+      await sql`
+        CREATE UNIQUE INDEX ${sql.id(`${table}_unique_${column}`)} ON ${sql.table(table)} (protected_branch_id, ${sql.ref(column)})
+        WHERE ${sql.ref(column)} IS NOT NULL`.execute(db);
+    }
   }
   await db.schema.createIndex('protected_branches_project').on('protected_branches').column('project_id').execute();
 
