@@ -15,7 +15,7 @@ import {
   unprotectBranch,
   updateProtectedBranch,
 } from '../services/protected-branches.js';
-import { created, currentUser, loadProject, loadRepository, noContent } from './helpers.js';
+import { checkUnmodifiedSince, created, currentUser, loadProject, loadRepository, noContent } from './helpers.js';
 
 /** An integer among GitLab's allowed values (Grape's `values:`: "does not have a valid value"). */
 const level = (allowed: readonly number[]) =>
@@ -34,8 +34,12 @@ const grant = (allowed: readonly number[]) =>
 
 const grants = (allowed: readonly number[]) => z.array(grant(allowed)).optional();
 
+/** Grape's Boolean with `allow_blank: false`: an empty value is "is empty". */
+const nonBlankBool = () =>
+  z.custom((v) => !(typeof v === 'string' && v.trim() === ''), { message: 'is empty' }).pipe(p.bool());
+
 const changeParams = {
-  allow_force_push: p.bool().optional(),
+  allow_force_push: nonBlankBool().optional(),
   code_owner_approval_required: p.bool().optional(),
   allowed_to_push: grants(PUSH_MERGE_ACCESS_LEVELS),
   allowed_to_merge: grants(PUSH_MERGE_ACCESS_LEVELS),
@@ -138,6 +142,7 @@ export function registerProtectedBranchRoutes(api: ApiRouter): void {
       const deps = ctx.state.deps;
       const rule = await findProtectedBranch(deps, project.id, params.name);
       await authorizeUnprotect(deps, policy, rule);
+      checkUnmodifiedSince(ctx, rule.updated_at);
       await unprotectBranch(deps, rule);
       noContent(ctx);
     },

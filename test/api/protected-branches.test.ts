@@ -266,6 +266,18 @@ describe('the protected branches API', () => {
       body: { allowed_to_push: [{ id: 999999, _destroy: true }] },
     });
     expect(patch).toMatchObject({ status: 400, body: { error: 'allowed_to_push is invalid' } });
+    const blankFlag = await app.request(`/projects/${project.id}/protected_branches/main`, {
+      method: 'PATCH',
+      token: adminToken,
+      body: { allow_force_push: '' },
+    });
+    expect(blankFlag).toMatchObject({ status: 400, body: { error: 'allow_force_push is empty' } });
+    const stale = await app.request(`/projects/${project.id}/protected_branches/main`, {
+      method: 'DELETE',
+      token: adminToken,
+      headers: { 'If-Unmodified-Since': new Date(app.clock.now().getTime() - 3_600_000).toUTCString() },
+    });
+    expect(stale).toMatchObject({ status: 412, body: { message: '412 Precondition Failed' } });
     const missing = await app.request(`/projects/${project.id}/protected_branches/nope`, {
       method: 'PATCH',
       token: adminToken,

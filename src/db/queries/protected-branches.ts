@@ -26,6 +26,7 @@ export interface ProtectedBranchRow {
   name: string;
   allow_force_push: boolean;
   code_owner_approval_required: boolean;
+  updated_at: Date;
   push: AccessRow[];
   merge: AccessRow[];
   unprotect: AccessRow[];
@@ -46,7 +47,7 @@ export async function listProtectedBranches(db: Db, projectId: number): Promise<
       'deploy_key_id', ${sql.raw(table === ACCESS_TABLE.push ? 'a.deploy_key_id' : 'NULL')}) ORDER BY a.id)
      FROM ${sql.table(table)} a WHERE a.protected_branch_id = b.id), '[]'::json)`;
   const { rows } = await sql<ProtectedBranchRow>`
-    SELECT b.id, b.project_id, b.name, b.allow_force_push, b.code_owner_approval_required,
+    SELECT b.id, b.project_id, b.name, b.allow_force_push, b.code_owner_approval_required, b.updated_at,
       ${access(ACCESS_TABLE.push)} AS push,
       ${access(ACCESS_TABLE.merge)} AS merge,
       ${access(ACCESS_TABLE.unprotect)} AS unprotect
