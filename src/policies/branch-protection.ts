@@ -1,4 +1,5 @@
 import type { AccessRow, ProtectedAction, ProtectedBranchRow } from '../db/queries/protected-branches.js';
+import type { ProjectPolicy } from './abilities.js';
 import { AccessLevel } from './access-levels.js';
 
 /** GitLab's default_branch_protection levels (Gitlab::Access::PROTECTION_*). */
@@ -106,6 +107,10 @@ export function lowestRole(matching: readonly ProtectedBranchRow[], action: Prot
   }
   return Number.isFinite(lowest) ? lowest : AccessLevel.NO_ACCESS;
 }
+
+/** GitLab's can_delete_branch? for a protected branch: push_to_delete_protected_branch (maintainers). */
+export const canDeleteProtectedBranch = (policy: ProjectPolicy) =>
+  policy.can('push_code') && policy.level >= AccessLevel.MAINTAINER;
 
 /** GitLab's Branch entity flags: protected, developers_can_push, developers_can_merge. */
 export interface BranchProtectionView {

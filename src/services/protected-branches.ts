@@ -167,10 +167,6 @@ export async function canMerge(
   return rulesAllow(matching, 'merge', await accessorFor(deps, checked, matching, 'merge'));
 }
 
-/** GitLab's can_delete_branch? for a protected branch: push_to_delete_protected_branch (maintainers). */
-export const canDeleteProtectedBranch = (policy: ProjectPolicy) =>
-  policy.can('push_code') && policy.level >= AccessLevel.MAINTAINER;
-
 export const CREATE_PROTECTED_MESSAGE = 'You are not allowed to create protected branches on this project.';
 
 /**

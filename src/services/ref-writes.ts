@@ -8,10 +8,9 @@ import { isValidBranchName, isValidRevision, isValidTagName } from '../git/valid
 import { commitFiles, ZERO_OID } from '../git/write.js';
 import { ApiError, notFound } from '../http/errors.js';
 import type { ProjectPolicy } from '../policies/abilities.js';
-import { matchingRules } from '../policies/branch-protection.js';
+import { canDeleteProtectedBranch, matchingRules } from '../policies/branch-protection.js';
 import type { Deps } from './deps.js';
 import {
-  canDeleteProtectedBranch,
   checkProtectedBranchCreation,
   DELETE_PROTECTED_MESSAGE,
   loadProtectedBranches,

@@ -20,6 +20,7 @@ import type { AppContext, AppState } from '../http/context.js';
 import { ApiError } from '../http/errors.js';
 import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
+import { canDeleteProtectedBranch } from '../policies/branch-protection.js';
 import { resolveActor, type ScopeRule } from '../services/auth.js';
 import type { Deps } from '../services/deps.js';
 import {
@@ -31,12 +32,7 @@ import {
 } from '../services/instance-access.js';
 import { checkUserPassword, isAccessLocked } from '../services/password-auth.js';
 import { findProjectAndNamespace } from '../services/projects.js';
-import {
-  canDeleteProtectedBranch,
-  protectDefaultBranch,
-  pushRulesForHook,
-  renameProtectedBranch,
-} from '../services/protected-branches.js';
+import { protectDefaultBranch, pushRulesForHook, renameProtectedBranch } from '../services/protected-branches.js';
 import { recordRefChanges } from '../services/push-events.js';
 import { acquireWriteLease } from '../services/write-leases.js';
 
