@@ -1,3 +1,20 @@
+/**
+ * Protected branches (GitLab's ProtectedBranch with its push, merge and unprotect access rows):
+ * the rules, who they admit, and the API's create, update and destroy services.
+ *
+ * For other services (merge requests, approvals):
+ * - `protectedBranchRules(deps, projectId, branch)`: the effective rules for a branch, or null
+ *   when it is not protected (pushLevel, mergeLevel, unprotectLevel, allowForcePush,
+ *   codeOwnerApprovalRequired, and the matching rules).
+ * - `canMerge(deps, project, user, branch, policy?)`: may this user merge into the branch
+ *   (GitLab's can_merge_to_branch?). A merge moves the target ref through the existing ref
+ *   services after this check; it is not subject to the push rules.
+ * - `canPushToBranch(deps, project, policy, branch)`: may the caller push to the branch.
+ * - `protectedBranchesByIds`, `granteeNamesFor` + presentProtectedBranch: approval rules'
+ *   `protected_branch_ids` and their `protected_branches` field.
+ * All read the per-process cache (loadProtectedBranches); none asks the database once warm,
+ * unless a matching row names a group.
+ */
 import { sql } from 'kysely';
 import { type Db, UNIQUE_VIOLATION } from '../db/database.js';
 import {
