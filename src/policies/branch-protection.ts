@@ -24,14 +24,14 @@ export const UNPROTECT_ACCESS_LEVELS = [AccessLevel.DEVELOPER, AccessLevel.MAINT
 
 /**
  * The access rows GitLab's ProtectDefaultBranchService gives the default branch for a
- * default_branch_protection level, or null when that level protects nothing.
+ * default_branch_protection level (push and merge; no unprotect rows, so maintainers may
+ * unprotect it), or null when that level protects nothing.
  */
-export function defaultBranchAccess(level: number): { push: number; merge: number; unprotect: number } | null {
+export function defaultBranchAccess(level: number): { push: number; merge: number } | null {
   if (level === DefaultBranchProtection.none) return null;
   return {
     push: level === DefaultBranchProtection.developersCanPush ? AccessLevel.DEVELOPER : AccessLevel.MAINTAINER,
     merge: AccessLevel.MAINTAINER,
-    unprotect: AccessLevel.MAINTAINER,
   };
 }
 

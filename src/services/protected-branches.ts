@@ -84,7 +84,7 @@ export interface BranchRules {
   pushLevel: number;
   /** The lowest role that may merge into the branch; 0 when no role may. */
   mergeLevel: number;
-  /** The lowest role that may unprotect (delete the rule); 0 when no role may. */
+  /** The lowest role that may unprotect (change or delete the rules): 40 when no unprotect row says otherwise. */
   unprotectLevel: number;
   /** Any matching rule allows force pushes (GitLab's ProtectedBranch.allow_force_push?). */
   allowForcePush: boolean;
@@ -106,7 +106,9 @@ export async function protectedBranchRules(deps: Deps, projectId: number, branch
   return {
     pushLevel: lowestRole(matching, 'push'),
     mergeLevel: lowestRole(matching, 'merge'),
-    unprotectLevel: lowestRole(matching, 'unprotect'),
+    unprotectLevel: matching.some((rule) => rule.unprotect.length > 0)
+      ? lowestRole(matching, 'unprotect')
+      : AccessLevel.MAINTAINER,
     allowForcePush: matching.some((rule) => rule.allow_force_push),
     codeOwnerApprovalRequired: matching.some((rule) => rule.code_owner_approval_required),
     rules: matching,
@@ -467,7 +469,7 @@ export async function protectDefaultBranch(
     {
       push: [{ access_level: access.push }],
       merge: [{ access_level: access.merge }],
-      unprotect: [{ access_level: access.unprotect }],
+      unprotect: [],
     },
   );
 }

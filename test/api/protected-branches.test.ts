@@ -5,6 +5,7 @@ import { Gitlab } from '@gitbeaker/rest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
 import { branchMatches } from '../../src/policies/branch-protection.js';
+import { canMerge, protectedBranchRules } from '../../src/services/protected-branches.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import {
   addMember,
@@ -99,7 +100,7 @@ describe('the protected branches API', () => {
       push_access_levels: [{ ...MAINTAINERS(expect.any(Number)), deploy_key_id: null }],
       merge_access_levels: [MAINTAINERS(expect.any(Number))],
       allow_force_push: false,
-      unprotect_access_levels: [MAINTAINERS(expect.any(Number))],
+      unprotect_access_levels: [],
       code_owner_approval_required: false,
     });
 
@@ -349,6 +350,52 @@ describe('the protected branches API', () => {
       token: adminToken,
     });
     expect(ok.status).toBe(204);
+  });
+});
+
+describe('what other services call', () => {
+  it('protectedBranchRules sums up every matching rule; canMerge decides per user', async () => {
+    const { project } = await makeSampleProject(app, admin, { visibility: 'private' });
+    const developer = await makeProjectMember(app, project, 'developer');
+    const reporter = await makeProjectMember(app, project, 'reporter');
+    expect(
+      (await protect(project, adminToken, { name: 'release/*', push_access_level: 30, allow_force_push: true })).status,
+    ).toBe(201);
+    const second = await protect(project, adminToken, {
+      name: 'release/1*',
+      merge_access_level: 30,
+      unprotect_access_level: 60,
+      code_owner_approval_required: true,
+    });
+    expect(second.status).toBe(201);
+    const rules = await protectedBranchRules(app.deps, project.id, 'release/10');
+    expect(rules).toMatchObject({
+      pushLevel: 30,
+      mergeLevel: 30,
+      unprotectLevel: 40,
+      allowForcePush: true,
+      codeOwnerApprovalRequired: true,
+    });
+    expect(rules?.rules.map((r) => r.name)).toEqual(['release/*', 'release/1*']);
+    expect(await protectedBranchRules(app.deps, project.id, 'release/2')).toMatchObject({
+      mergeLevel: 40,
+      codeOwnerApprovalRequired: false,
+    });
+    expect(await protectedBranchRules(app.deps, project.id, 'main')).toMatchObject({
+      pushLevel: 40,
+      mergeLevel: 40,
+      unprotectLevel: 40,
+      allowForcePush: false,
+    });
+    expect(await protectedBranchRules(app.deps, project.id, 'feature')).toBeNull();
+
+    expect(await canMerge(app.deps, project, developer.user, 'release/10')).toBe(true);
+    expect(await canMerge(app.deps, project, developer.user, 'release/2')).toBe(false);
+    expect(await canMerge(app.deps, project, developer.user, 'main')).toBe(false);
+    expect(await canMerge(app.deps, project, developer.user, 'feature')).toBe(true);
+    expect(await canMerge(app.deps, project, reporter.user, 'feature')).toBe(false);
+    expect(await canMerge(app.deps, project, admin, 'main')).toBe(true);
+    expect(await canMerge(app.deps, project, null, 'feature')).toBe(false);
   });
 });
 

@@ -67,7 +67,7 @@ describe('migration 0018-protected-branches', () => {
       name: string;
       push: number[];
       merge: number[];
-      unprotect: number[];
+      unprotect: number[] | null;
     }>`
       SELECT b.project_id, b.name,
         (SELECT array_agg(access_level) FROM protected_branch_push_access_levels WHERE protected_branch_id = b.id) AS push,
@@ -76,8 +76,8 @@ describe('migration 0018-protected-branches', () => {
           AS unprotect
       FROM protected_branches b ORDER BY b.project_id`.execute(db);
     expect(rows).toEqual([
-      { project_id: full, name: 'main', push: [40], merge: [40], unprotect: [40] },
-      { project_id: partial, name: 'trunk', push: [30], merge: [40], unprotect: [40] },
+      { project_id: full, name: 'main', push: [40], merge: [40], unprotect: null },
+      { project_id: partial, name: 'trunk', push: [30], merge: [40], unprotect: null },
     ]);
     expect([none, empty]).toHaveLength(2);
 

@@ -68,11 +68,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     INSERT INTO protected_branch_push_access_levels (protected_branch_id, access_level, created_at, updated_at)
     SELECT b.id, CASE WHEN p.default_branch_protection = 1 THEN 30 ELSE 40 END, now(), now()
     FROM protected_branches b JOIN projects p ON p.id = b.project_id`.execute(db);
-  for (const table of ['protected_branch_merge_access_levels', 'protected_branch_unprotect_access_levels']) {
-    await sql`
-      INSERT INTO ${sql.table(table)} (protected_branch_id, access_level, created_at, updated_at)
-      SELECT id, 40, now(), now() FROM protected_branches`.execute(db);
-  }
+  // No unprotect rows, as GitLab's ProtectDefaultBranchService: maintainers may unprotect.
+  await sql`
+    INSERT INTO protected_branch_merge_access_levels (protected_branch_id, access_level, created_at, updated_at)
+    SELECT id, 40, now(), now() FROM protected_branches`.execute(db);
 
   for (const table of TABLES) {
     await sql`
