@@ -11,11 +11,15 @@ import { registerBranchRoutes } from './api/branches.js';
 import { registerChangelogRoutes } from './api/changelog.js';
 import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
+import { registerDependencyRoutes } from './api/dependencies.js';
+import { registerErrorTrackingRoutes } from './api/error-tracking.js';
+import { registerEventRoutes } from './api/events.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
 import { registerMemberRoutes } from './api/members.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
+import { registerPagesDomainRoutes } from './api/pages-domains.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerProtectedBranchRoutes } from './api/protected-branches.js';
@@ -25,6 +29,7 @@ import { registerStorageMoveRoutes } from './api/storage-moves.js';
 import { registerTagWriteRoutes } from './api/tag-writes.js';
 import { registerTagRoutes } from './api/tags.js';
 import { registerTokenRoutes } from './api/tokens.js';
+import { registerUserLifecycleRoutes } from './api/user-lifecycle.js';
 import { registerUserRoutes } from './api/users.js';
 import { registerVersionRoutes } from './api/version.js';
 import type { AppState } from './http/context.js';
@@ -36,6 +41,7 @@ import { registerJobMetrics } from './jobs/metrics.js';
 import type { Deps } from './services/deps.js';
 import { archiveCache, registerArchiveCacheMetrics } from './storage/archive-cache.js';
 import { DEPOT_VERSION } from './version.js';
+import { errorTrackingPage } from './web/error-tracking.js';
 import { gitHttp } from './web/git-http.js';
 import { gitLfs } from './web/git-lfs.js';
 import { webPages } from './web/pages.js';
@@ -51,6 +57,7 @@ const isGrapePath = (path: string) => path === '/api' || path.startsWith('/api/'
 export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerVersionRoutes,
   registerUserRoutes,
+  registerUserLifecycleRoutes,
   registerTokenRoutes,
   registerNamespaceRoutes,
   registerGroupRoutes,
@@ -68,12 +75,16 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerProtectedBranchRoutes,
   registerChangelogRoutes,
   registerApplicationSettingsRoutes,
+  registerPagesDomainRoutes,
+  registerErrorTrackingRoutes,
+  registerDependencyRoutes,
   registerPlanLimitRoutes,
   registerAuditEventRoutes,
   registerStorageMoveRoutes,
   registerMemberRoutes,
   registerAccessRequestRoutes,
   registerApplicationRoutes,
+  registerEventRoutes,
 ];
 
 export interface CreateAppOptions {
@@ -154,6 +165,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
   app.use(beside(oauthRoutes()));
   app.use(beside(webPages()));
   app.use(beside(rawFiles() as Middleware<AppState>));
+  app.use(beside(errorTrackingPage() as Middleware<AppState>));
   app.use(beside(gitLfs() as Middleware<AppState>));
   app.use(beside(gitHttp() as Middleware<AppState>));
   app.use(api.routes());

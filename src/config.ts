@@ -34,6 +34,13 @@ export interface Config {
    * 32 bytes of base64); unset → generated into STORAGE_DIR/secret_key (src/lib/secret-box.ts).
    */
   secretKey: string | undefined;
+  /**
+   * PAGES_HOST: the instance's own Pages domain (GitLab's `pages.host`); custom domains under it
+   * are refused. Default: BASE_URL's host name.
+   */
+  pagesHost: string;
+  /** DNS_SERVERS: resolvers for Pages domain verification (`ip[:port]`, comma separated); default the system's. */
+  dnsServers: string[];
 }
 
 /** ARCHIVE_CACHE_MAX when unset: room for a few hundred release archives. */
@@ -148,6 +155,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       throw new ConfigError('DEPOT_SECRET_KEY must be 32 bytes, as 64 hex digits or base64');
     }
   }
+  const pagesHost = (env.PAGES_HOST || new URL(baseUrl).hostname).toLowerCase();
+  const dnsServers = (env.DNS_SERVERS ?? '')
+    .split(',')
+    .map((server) => server.trim())
+    .filter(Boolean);
   return {
     port: port.data,
     host,
@@ -165,5 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       ? parseByteSize('ARCHIVE_CACHE_MAX', env.ARCHIVE_CACHE_MAX)
       : DEFAULT_ARCHIVE_CACHE_MAX_BYTES,
     secretKey,
+    pagesHost,
+    dnsServers,
   };
 }

@@ -1,9 +1,12 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
 import { dormantUsersJob } from './dormant-users.js';
+import { eventsPurgeJob, eventsRetentionJob } from './events.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
+import { pagesDomainsVerificationJob, pagesDomainVerifyJob } from './pages-domains.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
 import { bulkStorageMoveJob, storageMoveJob } from './storage-move.js';
+import { deleteUserJob } from './user-deletion.js';
 import type { JobKind } from './worker.js';
 
 /** Every job kind the server runs; a new kind of background work adds itself here. */
@@ -17,4 +20,9 @@ export const JOB_KINDS: JobKind[] = [
   repositoryMaintenanceJob,
   archiveCacheCleanupJob,
   archiveCachePurgeJob,
+  pagesDomainsVerificationJob,
+  pagesDomainVerifyJob,
+  eventsRetentionJob,
+  eventsPurgeJob,
+  deleteUserJob,
 ];
