@@ -238,8 +238,8 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
       bad_target_type: ['GitlabListError', 400],
       read_user_events: ['pushed new', 'joined'],
       read_user_project: ['GitlabListError', 403],
-      });
     });
+  });
 
   it('transfers and sharing: project and group links, project and group transfers', async () => {
     const out = await flow('sharing.py');
@@ -297,8 +297,8 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
       main_has_x: 'x\n',
       source_removed: ['GitlabGetError', 404],
       commits: ['Add x'],
-      });
     });
+  });
 
   it('protected branches: a wildcard with a user grant, enforced on commits, then unprotected', async () => {
     const out = await flow('protected_branches.py');
