@@ -9,6 +9,7 @@ import { registerAuditEventRoutes } from './api/audit-events.js';
 import { registerBranchWriteRoutes } from './api/branch-writes.js';
 import { registerBranchRoutes } from './api/branches.js';
 import { registerChangelogRoutes } from './api/changelog.js';
+import { registerRunnerJobRoutes } from './api/ci-runner-jobs.js';
 import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
 import { registerFileRoutes } from './api/files.js';
@@ -16,10 +17,12 @@ import { registerGroupRoutes } from './api/groups.js';
 import { registerMemberRoutes } from './api/members.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
+import { registerPipelineRoutes } from './api/pipelines.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
+import { registerRunnerRoutes } from './api/runners.js';
 import { registerStorageMoveRoutes } from './api/storage-moves.js';
 import { registerTagWriteRoutes } from './api/tag-writes.js';
 import { registerTagRoutes } from './api/tags.js';
@@ -72,6 +75,9 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerMemberRoutes,
   registerAccessRequestRoutes,
   registerApplicationRoutes,
+  registerRunnerRoutes,
+  registerRunnerJobRoutes,
+  registerPipelineRoutes,
 ];
 
 export interface CreateAppOptions {

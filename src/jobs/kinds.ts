@@ -1,4 +1,5 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
+import { createPipelineJob, stuckBuildsJob } from './ci.js';
 import { dormantUsersJob } from './dormant-users.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
@@ -17,4 +18,6 @@ export const JOB_KINDS: JobKind[] = [
   repositoryMaintenanceJob,
   archiveCacheCleanupJob,
   archiveCachePurgeJob,
+  createPipelineJob,
+  stuckBuildsJob,
 ];

@@ -1,0 +1,377 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { User } from '../../src/db/schema.js';
+import { gitEnvironment } from '../../src/git/command.js';
+import { register as registerShippedRunner, runOnce } from '../../src/runner/main.js';
+import { failStuckBuilds } from '../../src/services/ci/builds.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { commitFiles, drainJobs, registerRunner, registrationToken, requestJob } from '../support/ci.js';
+import { makeProject, makeSampleProject, makeUserWithToken } from '../support/factories.js';
+
+const exec = promisify(execFile);
+let app: TestApp;
+let owner: User;
+let ownerToken: string;
+let _adminToken: string;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  ({ user: owner, token: ownerToken } = await makeUserWithToken(app));
+  ({ token: _adminToken } = await makeUserWithToken(app, { admin: true }));
+});
+afterAll(async () => {
+  await app?.close();
+});
+
+const TWO_STAGES = `
+stages: [build, test]
+variables:
+  GREETING: hello
+build-job:
+  stage: build
+  before_script:
+    - echo "before $GREETING"
+  script:
+    - echo "building $CI_COMMIT_REF_NAME" > built.txt
+    - cat built.txt
+  after_script:
+    - echo "after script ran"
+  artifacts:
+    paths: [built.txt]
+test-job:
+  stage: test
+  script:
+    - test -f built.txt && cat built.txt
+    - echo "project $CI_PROJECT_PATH job $CI_JOB_NAME"
+`;
+
+async function pipelinesOf(projectId: number) {
+  const res = await app.request(`/projects/${projectId}/pipelines`, { token: ownerToken });
+  expect(res.status, res.text).toBe(200);
+  return res.body as { id: number; status: string; ref: string; sha: string }[];
+}
+
+describe('the runner protocol as the GitLab runner speaks it', () => {
+  it('hands out a job with the payload fields, streams a log with a gap refused, and finishes it', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'protocol-raw' });
+    const runner = await registerRunner(app, await registrationToken(app, ownerToken, `/projects/${project.id}`));
+    expect(runner.token).toMatch(/^glrt-/);
+
+    // Nothing to do yet: 204 with the long-polling header.
+    const idle = await requestJob(app, runner.token);
+    expect(idle.status).toBe(204);
+    expect(idle.headers.get('X-GitLab-Last-Update')).toBeTruthy();
+
+    const sha = await commitFiles(app, ownerToken, project, 'main', { '.gitlab-ci.yml': TWO_STAGES });
+    expect(await drainJobs(app)).toBeGreaterThanOrEqual(1);
+    const [pipeline] = await pipelinesOf(project.id);
+    expect(pipeline).toMatchObject({ status: 'pending', ref: 'main', sha });
+
+    const first = await requestJob(app, runner.token);
+    expect(first.status, first.text).toBe(201);
+    const job = first.body;
+    expect(job).toMatchObject({
+      allow_git_fetch: true,
+      job_info: { name: 'build-job', stage: 'build', project_id: project.id },
+      git_info: { ref: 'main', sha, ref_type: 'branch', before_sha: expect.any(String) },
+      runner_info: { timeout: 3600 },
+      image: null,
+      services: [],
+    });
+    expect(job.token).toMatch(/^glcbt-/);
+    expect(job.git_info.repo_url).toContain(`gitlab-ci-token:${job.token}@`);
+    expect(job.steps[0]).toMatchObject({
+      name: 'script',
+      script: ['echo "before $GREETING"', 'echo "building $CI_COMMIT_REF_NAME" > built.txt', 'cat built.txt'],
+    });
+    expect(job.steps[1]).toMatchObject({ name: 'after_script', when: 'always' });
+    expect(job.artifacts[0]).toMatchObject({ paths: ['built.txt'], artifact_type: 'archive', artifact_format: 'zip' });
+    const vars = Object.fromEntries(job.variables.map((v: { key: string; value: string }) => [v.key, v.value]));
+    expect(vars).toMatchObject({
+      CI: 'true',
+      GITLAB_CI: 'true',
+      CI_JOB_ID: String(job.id),
+      CI_JOB_TOKEN: job.token,
+      CI_COMMIT_SHA: sha,
+      CI_COMMIT_REF_NAME: 'main',
+      CI_COMMIT_BRANCH: 'main',
+      CI_PROJECT_ID: String(project.id),
+      CI_PROJECT_PATH: project.full_path,
+      CI_PIPELINE_ID: String(pipeline?.id),
+      CI_PIPELINE_SOURCE: 'push',
+      GREETING: 'hello',
+    });
+
+    // The runner is online now, with the info it sent.
+    const detail = await app.request(`/runners/${runner.id}`, { token: ownerToken });
+    expect(detail.body).toMatchObject({
+      status: 'online',
+      online: true,
+      version: '17.0.0',
+      platform: 'linux',
+      architecture: 'amd64',
+    });
+
+    // The second job waits for the first stage.
+    expect((await requestJob(app, runner.token)).status).toBe(204);
+
+    const patch = (start: number, data: string, token = job.token) =>
+      fetch(`${app.baseUrl}/api/v4/jobs/${job.id}/trace`, {
+        method: 'PATCH',
+        headers: {
+          'JOB-TOKEN': token,
+          'Content-Type': 'text/plain',
+          'Content-Range': `${start}-${start + data.length - 1}`,
+        },
+        body: data,
+      });
+    const one = await patch(0, 'hello ');
+    expect(one.status).toBe(202);
+    expect(one.headers.get('Range')).toBe('0-6');
+    expect(one.headers.get('Job-Status')).toBe('running');
+    const gap = await patch(10, 'oops');
+    expect(gap.status).toBe(416);
+    expect(gap.headers.get('Range')).toBe('0-6');
+    const two = await patch(6, 'world\n');
+    expect(two.status).toBe(202);
+    expect(two.headers.get('Range')).toBe('0-12');
+    expect((await patch(12, 'x', 'glcbt-wrong')).status).toBe(403);
+    const trace = await app.request(`/projects/${project.id}/jobs/${job.id}/trace`, { token: ownerToken });
+    expect(trace.text).toBe('hello world\n');
+
+    const done = await fetch(`${app.baseUrl}/api/v4/jobs/${job.id}`, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ token: job.token, state: 'success', exit_code: 0 }),
+    });
+    expect(done.status).toBe(200);
+    expect(done.headers.get('Job-Status')).toBe('success');
+    // A finished job's token no longer updates it.
+    const again = await fetch(`${app.baseUrl}/api/v4/jobs/${job.id}`, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ token: job.token, state: 'failed' }),
+    });
+    expect(again.status).toBe(403);
+    expect(again.headers.get('Job-Status')).toBe('success');
+
+    const second = await requestJob(app, runner.token);
+    expect(second.status).toBe(201);
+    expect(second.body.job_info.name).toBe('test-job');
+    const fail = await fetch(`${app.baseUrl}/api/v4/jobs/${second.body.id}`, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        token: second.body.token,
+        state: 'failed',
+        failure_reason: 'script_failure',
+        exit_code: 2,
+      }),
+    });
+    expect(fail.status).toBe(200);
+    const finished = await app.request(`/projects/${project.id}/pipelines/${pipeline?.id}`, { token: ownerToken });
+    expect(finished.body).toMatchObject({ status: 'failed', yaml_errors: null });
+    const failedJob = await app.request(`/projects/${project.id}/jobs/${second.body.id}`, { token: ownerToken });
+    expect(failedJob.body).toMatchObject({
+      status: 'failed',
+      failure_reason: 'script_failure',
+      runner: { id: runner.id },
+    });
+
+    const ranJobs = await app.request(`/runners/${runner.id}/jobs`, { token: ownerToken });
+    expect(ranJobs.status).toBe(200);
+    expect(ranJobs.body.map((j: { id: number }) => j.id)).toEqual([second.body.id, job.id]);
+    expect(ranJobs.body[0].project).toMatchObject({ id: project.id, path_with_namespace: project.full_path });
+  });
+
+  it('refuses an unknown runner token with 403', async () => {
+    expect((await requestJob(app, 'glrt-nope')).status).toBe(403);
+  });
+
+  it('gives each of two racing runners a different job', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'protocol-race' });
+    const registration = await registrationToken(app, ownerToken, `/projects/${project.id}`);
+    const runners = await Promise.all([registerRunner(app, registration), registerRunner(app, registration)]);
+    const jobs = Object.fromEntries(Array.from({ length: 6 }, (_, i) => [`job${i}`, { script: ['true'] }]));
+    await commitFiles(app, ownerToken, project, 'main', { '.gitlab-ci.yml': JSON.stringify(jobs) });
+    await drainJobs(app);
+    const claimed: number[] = [];
+    for (let round = 0; round < 4; round++) {
+      const answers = await Promise.all(runners.flatMap((r) => [requestJob(app, r.token), requestJob(app, r.token)]));
+      for (const a of answers) if (a.status === 201) claimed.push(a.body.id);
+    }
+    expect(claimed).toHaveLength(6);
+    expect(new Set(claimed).size).toBe(6);
+  });
+
+  it('matches jobs to runners by tags, run_untagged and protected refs', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'protocol-match' });
+    const registration = await registrationToken(app, ownerToken, `/projects/${project.id}`);
+    const untaggedOnly = await registerRunner(app, registration, { run_untagged: true });
+    const docker = await registerRunner(app, registration, { tag_list: 'docker', run_untagged: false });
+    const protectedOnly = await registerRunner(app, registration, {
+      tag_list: 'deploy',
+      access_level: 'ref_protected',
+      run_untagged: false,
+    });
+    const config = {
+      plain: { script: ['true'] },
+      tagged: { script: ['true'], tags: ['docker'] },
+      deploy: { script: ['true'], tags: ['deploy'] },
+    };
+    // `ci-topic` is not protected; `main` (the default branch) is.
+    await commitFiles(
+      app,
+      ownerToken,
+      project,
+      'ci-topic',
+      { '.gitlab-ci.yml': JSON.stringify(config) },
+      { startBranch: 'main' },
+    );
+    await drainJobs(app);
+    expect((await requestJob(app, protectedOnly.token)).status).toBe(204);
+    const tagged = await requestJob(app, docker.token);
+    expect(tagged.body.job_info.name).toBe('tagged');
+    expect((await requestJob(app, docker.token)).status).toBe(204);
+    const plain = await requestJob(app, untaggedOnly.token);
+    expect(plain.body.job_info.name).toBe('plain');
+    expect((await requestJob(app, untaggedOnly.token)).status).toBe(204);
+
+    await commitFiles(app, ownerToken, project, 'main', {
+      '.gitlab-ci.yml': JSON.stringify({ deploy: config.deploy }),
+    });
+    await drainJobs(app);
+    const onMain = await requestJob(app, protectedOnly.token);
+    expect(onMain.status).toBe(201);
+    expect(onMain.body.git_info.ref).toBe('main');
+    // The topic branch's deploy job is still waiting: the protected runner never takes it.
+    expect((await requestJob(app, protectedOnly.token)).status).toBe(204);
+  });
+
+  it('lets a job token clone its own project over HTTP, and nothing else', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'protocol-clone', visibility: 'private' });
+    const other = await makeProject(app, owner, { path: 'protocol-other', initializeWithReadme: true });
+    const runner = await registerRunner(app, await registrationToken(app, ownerToken, `/projects/${project.id}`));
+    await commitFiles(app, ownerToken, project, 'main', { '.gitlab-ci.yml': 'j:\n  script: [true]\n' });
+    await drainJobs(app);
+    const job = (await requestJob(app, runner.token)).body;
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ci-clone-'));
+    try {
+      const clone = (url: string, target: string) =>
+        exec('git', ['clone', '-q', url, path.join(dir, target)], { env: gitEnvironment() }).then(
+          () => 0,
+          () => 1,
+        );
+      expect(await clone(job.git_info.repo_url, 'ok')).toBe(0);
+      const head = (
+        await exec('git', ['-C', path.join(dir, 'ok'), 'rev-parse', 'HEAD'], { env: gitEnvironment() })
+      ).stdout.trim();
+      expect(head).toBe(job.git_info.sha);
+      const otherUrl = job.git_info.repo_url.replace(project.full_path, other.full_path);
+      expect(await clone(otherUrl, 'other')).toBe(1);
+      // Once the job is over its token clones nothing.
+      await fetch(`${app.baseUrl}/api/v4/jobs/${job.id}`, {
+        method: 'PUT',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ token: job.token, state: 'success' }),
+      });
+      expect(await clone(job.git_info.repo_url, 'late')).toBe(1);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('fails jobs stuck running past their timeout with stuck_or_timeout_failure', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'protocol-stuck' });
+    const runner = await registerRunner(app, await registrationToken(app, ownerToken, `/projects/${project.id}`));
+    await commitFiles(app, ownerToken, project, 'main', {
+      '.gitlab-ci.yml': 'j:\n  script: [true]\n  timeout: 10 minutes\n',
+    });
+    await drainJobs(app);
+    const job = (await requestJob(app, runner.token)).body;
+    expect(job.runner_info.timeout).toBe(600);
+    expect(await failStuckBuilds(app.deps)).toBe(0);
+    app.clock.advance(2 * 60 * 60 * 1000);
+    expect(await failStuckBuilds(app.deps)).toBe(1);
+    const res = await app.request(`/projects/${project.id}/jobs/${job.id}`, { token: ownerToken });
+    expect(res.body).toMatchObject({ status: 'failed', failure_reason: 'stuck_or_timeout_failure' });
+  });
+});
+
+describe('the shipped runner', () => {
+  it('registers, runs a two-stage pipeline to success with artifacts passed on, and one that fails', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'shipped-runner', visibility: 'private' });
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ci-runner-'));
+    try {
+      const config = await registerShippedRunner({
+        url: app.baseUrl,
+        registrationToken: await registrationToken(app, ownerToken, `/projects/${project.id}`),
+        config: path.join(dir, 'runner.json'),
+        description: 'shipped',
+      });
+      expect((await fs.stat(path.join(dir, 'runner.json'))).mode & 0o777).toBe(0o600);
+      await commitFiles(app, ownerToken, project, 'main', { '.gitlab-ci.yml': TWO_STAGES });
+      await drainJobs(app);
+      expect(await runOnce({ ...config, buildsDir: dir })).toBe('success');
+      expect(await runOnce({ ...config, buildsDir: dir })).toBe('success');
+      expect(await runOnce({ ...config, buildsDir: dir })).toBeNull();
+      const [pipeline] = await pipelinesOf(project.id);
+      expect(pipeline?.status).toBe('success');
+      const jobs = (await app.request(`/projects/${project.id}/pipelines/${pipeline?.id}/jobs`, { token: ownerToken }))
+        .body;
+      expect(jobs.map((j: { name: string; status: string }) => [j.name, j.status])).toEqual([
+        ['build-job', 'success'],
+        ['test-job', 'success'],
+      ]);
+      const buildLog = (await app.request(`/projects/${project.id}/jobs/${jobs[0].id}/trace`, { token: ownerToken }))
+        .text;
+      expect(buildLog).toContain('before hello');
+      expect(buildLog).toContain('building main');
+      expect(buildLog).toContain('after script ran');
+      const testLog = (await app.request(`/projects/${project.id}/jobs/${jobs[1].id}/trace`, { token: ownerToken }))
+        .text;
+      expect(testLog).toContain('building main');
+      expect(testLog).toContain(`project ${project.full_path} job test-job`);
+      const artifacts = await app.request(`/projects/${project.id}/jobs/${jobs[0].id}/artifacts`, {
+        token: ownerToken,
+      });
+      expect(artifacts.status).toBe(200);
+      expect(artifacts.headers.get('Content-Type')).toBe('application/zip');
+
+      await commitFiles(
+        app,
+        ownerToken,
+        project,
+        'main',
+        {
+          '.gitlab-ci.yml':
+            'stages: [a, b]\nbad:\n  stage: a\n  script: [echo failing, exit 3]\nnever:\n  stage: b\n  script: [echo unreachable]\n',
+        },
+        { action: 'update' },
+      );
+      await drainJobs(app);
+      expect(await runOnce({ ...config, buildsDir: dir })).toBe('failed');
+      expect(await runOnce({ ...config, buildsDir: dir })).toBeNull();
+      const [latest] = await pipelinesOf(project.id);
+      expect(latest?.status).toBe('failed');
+      const failedJobs = (
+        await app.request(`/projects/${project.id}/pipelines/${latest?.id}/jobs`, { token: ownerToken })
+      ).body;
+      expect(failedJobs.map((j: { name: string; status: string }) => [j.name, j.status])).toEqual([
+        ['bad', 'failed'],
+        ['never', 'skipped'],
+      ]);
+      expect(failedJobs[0].failure_reason).toBe('script_failure');
+      const log = (await app.request(`/projects/${project.id}/jobs/${failedJobs[0].id}/trace`, { token: ownerToken }))
+        .text;
+      expect(log).toContain('failing');
+      expect(log).toContain('exit code 3');
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
