@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { Build, Pipeline, Project } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
-import { ApiError, forbidden, notFound } from '../http/errors.js';
+import { ApiError, forbidden, notFound, recordNotFound } from '../http/errors.js';
 import { paginateQuery } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
@@ -62,7 +62,7 @@ async function loadPipeline(ctx: AppContext, project: Project, id: number): Prom
     .where('project_id', '=', project.id)
     .where('id', '=', id)
     .executeTakeFirst();
-  if (!pipeline) throw notFound();
+  if (!pipeline) throw recordNotFound();
   return pipeline;
 }
 
@@ -73,7 +73,7 @@ async function loadBuild(ctx: AppContext, project: Project, id: number): Promise
     .where('project_id', '=', project.id)
     .where('id', '=', id)
     .executeTakeFirst();
-  if (!build) throw notFound();
+  if (!build) throw recordNotFound();
   return build;
 }
 
