@@ -166,6 +166,17 @@ export class ProtocolClient {
     };
   }
 
+  /** PUT /jobs/:id with state running: a keep-alive that also tells whether the job was canceled. */
+  async touchJob(job: JobResponse) {
+    const res = await fetch(this.api(`/jobs/${job.id}`), {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ token: job.token, state: 'running' }),
+    });
+    await res.arrayBuffer();
+    return { status: res.status, jobStatus: res.headers.get('Job-Status') };
+  }
+
   /** PUT /jobs/:id with the final state. */
   async updateJob(job: JobResponse, state: 'success' | 'failed', exitCode: number | null, failureReason?: string) {
     const res = await fetch(this.api(`/jobs/${job.id}`), {

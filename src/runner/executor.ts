@@ -50,6 +50,12 @@ class TraceWriter {
   }
 
   private async send(): Promise<void> {
+    if (this.sent >= this.buffer.length) {
+      // Nothing new: a keep-alive, which is how a quiet job learns it was canceled.
+      const res = await this.client.touchJob(this.job);
+      if (res.status === 403 && res.jobStatus !== 'running') this.canceled = true;
+      return;
+    }
     for (let attempt = 0; attempt < 3 && this.sent < this.buffer.length; attempt++) {
       const chunk = this.buffer.subarray(this.sent);
       const res = await this.client.patchTrace(this.job, this.sent, chunk);

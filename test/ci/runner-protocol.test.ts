@@ -374,4 +374,73 @@ describe('the shipped runner', () => {
       await fs.rm(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('honours cancel and the job timeout, and runs on_failure jobs after a failure', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'shipped-cancel', visibility: 'private' });
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ci-runner-'));
+    try {
+      const config = await registerShippedRunner({
+        url: app.baseUrl,
+        registrationToken: await registrationToken(app, ownerToken, `/projects/${project.id}`),
+        config: path.join(dir, 'runner.json'),
+      });
+      const yaml = [
+        'stages: [a, b]',
+        'long:',
+        '  stage: a',
+        '  script: [echo started, sleep 30]',
+        'slow:',
+        '  stage: a',
+        '  script: [sleep 30]',
+        '  timeout: 2 seconds',
+        'rescue:',
+        '  stage: b',
+        '  script: [echo rescued]',
+        '  when: on_failure',
+        '',
+      ].join('\n');
+      await commitFiles(app, ownerToken, project, 'main', { '.gitlab-ci.yml': yaml });
+      await drainJobs(app);
+      const [pipeline] = await pipelinesOf(project.id);
+      const jobs = (await app.request(`/projects/${project.id}/pipelines/${pipeline?.id}/jobs`, { token: ownerToken }))
+        .body;
+      const long = jobs.find((j: { name: string }) => j.name === 'long');
+      const running = runOnce({ ...config, buildsDir: dir });
+      // Cancel once the job has started and sent its first lines.
+      for (let i = 0; i < 50; i++) {
+        const log = await app.request(`/projects/${project.id}/jobs/${long.id}/trace`, { token: ownerToken });
+        if (log.text.includes('started')) break;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      const cancel = await app.request(`/projects/${project.id}/jobs/${long.id}/cancel`, {
+        method: 'POST',
+        token: ownerToken,
+      });
+      expect(cancel.status).toBe(201);
+      const started = Date.now();
+      expect(await running).toBe('canceled');
+      expect(Date.now() - started).toBeLessThan(10_000);
+
+      expect(await runOnce({ ...config, buildsDir: dir })).toBe('failed');
+      const slow = (
+        await app.request(`/projects/${project.id}/jobs/${jobs.find((j: { name: string }) => j.name === 'slow').id}`, {
+          token: ownerToken,
+        })
+      ).body;
+      expect(slow).toMatchObject({ status: 'failed', failure_reason: 'job_execution_timeout' });
+      expect(await runOnce({ ...config, buildsDir: dir })).toBe('success');
+      const after = (await app.request(`/projects/${project.id}/pipelines/${pipeline?.id}/jobs`, { token: ownerToken }))
+        .body;
+      expect(after.map((j: { name: string; status: string }) => [j.name, j.status])).toEqual([
+        ['long', 'canceled'],
+        ['slow', 'failed'],
+        ['rescue', 'success'],
+      ]);
+      expect(
+        (await app.request(`/projects/${project.id}/pipelines/${pipeline?.id}`, { token: ownerToken })).body.status,
+      ).toBe('failed');
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
