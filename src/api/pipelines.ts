@@ -10,7 +10,7 @@ import { AccessLevel } from '../policies/access-levels.js';
 import { isProtectedBranch } from '../policies/branch-protection.js';
 import { type CiAbility, ciAllows } from '../policies/ci.js';
 import { presentJob, presentPipeline, presentPipelineBasic } from '../presenters/ci.js';
-import { artifactsPath, readTrace } from '../services/ci/builds.js';
+import { archiveCutoff, artifactsPath, readTrace } from '../services/ci/builds.js';
 import {
   cancelBuild,
   cancelPipeline,
@@ -89,7 +89,14 @@ async function presentJobs(ctx: AppContext, builds: Build[]) {
   const deps = ctx.state.deps;
   const views = await jobViews(deps, builds);
   const now = deps.clock.now();
-  return views.map((v) => presentJob(v, { baseUrl: deps.config.baseUrl }, now));
+  const cutoff = await archiveCutoff(deps);
+  return views.map((v) =>
+    presentJob(
+      { ...v, archived: cutoff !== null && v.build.created_at < cutoff },
+      { baseUrl: deps.config.baseUrl },
+      now,
+    ),
+  );
 }
 
 const scopeList = p.array(p.enum(JOB_SCOPES)).optional();
@@ -363,6 +370,8 @@ export function registerPipelineRoutes(api: ApiRouter): void {
         const build = await loadBuild(ctx, project, params.job_id);
         authorizeJobAction(policy, build);
         const user = currentUser(ctx);
+        const cutoff = await archiveCutoff(deps);
+        const archived = cutoff !== null && build.created_at < cutoff;
         let result: Build;
         if (action === 'cancel') result = await cancelBuild(deps, build);
         else if (action === 'retry') {
@@ -370,7 +379,7 @@ export function registerPipelineRoutes(api: ApiRouter): void {
             throw forbidden('Job is not retryable');
           result = await cloneForRetry(deps, build, user);
         } else {
-          if (build.status !== 'manual') throw new ApiError(400, { message: 'Unplayable Job' });
+          if (archived || build.status !== 'manual') throw new ApiError(400, { message: 'Unplayable Job' });
           result = await playBuild(deps, build, user);
         }
         created(ctx, (await presentJobs(ctx, [result]))[0]);

@@ -121,6 +121,8 @@ export interface JobView {
   runner: Runner | null;
   commit: Commit | null;
   namespaceFullName: string;
+  /** Older than archive_builds_in_human_readable. */
+  archived?: boolean;
 }
 
 /** GitLab's Entities::Ci::Job. */
@@ -157,7 +159,7 @@ export function presentJob(view: JobView, pc: PresentContext, now: Date) {
     runner: view.runner ? presentRunner(view.runner, now) : null,
     runner_manager: null,
     artifacts_expire_at: isoTime(build.artifacts_expire_at),
-    archived: false,
+    archived: view.archived === true,
     tag_list: build.tag_list,
     ...(build.status === 'failed' ? { failure_reason: build.failure_reason ?? 'unknown_failure' } : {}),
   };

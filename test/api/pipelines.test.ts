@@ -289,6 +289,36 @@ cleanup:
   });
 });
 
+describe('archive_builds_in_human_readable', () => {
+  it('archives jobs older than the setting: no retry or play', async () => {
+    const { project, pipelines } = await pushCi(
+      'pipe-archive',
+      'a:\n  script: [x]\nm:\n  script: [x]\n  when: manual\n',
+    );
+    const jobs = await jobsOf(project.id, pipelines[0].id);
+    const manual = jobs.find((j) => j.name === 'm') as { id: number };
+    await putSettings(app, adminToken, { archive_builds_in_human_readable: '1 day' });
+    try {
+      const fresh = await app.request(`/projects/${project.id}/jobs/${manual.id}`, { token: ownerToken });
+      expect(fresh.body.archived).toBe(false);
+      app.clock.advance(2 * 24 * 60 * 60 * 1000);
+      const old = await app.request(`/projects/${project.id}/jobs/${manual.id}`, { token: ownerToken });
+      expect(old.body.archived).toBe(true);
+      const play = await app.request(`/projects/${project.id}/jobs/${manual.id}/play`, {
+        method: 'POST',
+        token: ownerToken,
+      });
+      expect(play.status).toBe(400);
+      expect(play.body).toEqual({ message: 'Unplayable Job' });
+      expect((await app.request(`/projects/${project.id}/jobs/${manual.id}`, { token: ownerToken })).body.status).toBe(
+        'manual',
+      );
+    } finally {
+      await putSettings(app, adminToken, { archive_builds_in_human_readable: '' });
+    }
+  });
+});
+
 describe('permissions', () => {
   it('lets every role that may read the project read pipelines, developers act, and hides private projects', async () => {
     const { project, pipelines } = await pushCi('pipe-perms', 'a:\n  script: [x]\n', 'main', 'private');

@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { findProjectById } from '../../db/queries/projects.js';
 import type { Build, Pipeline, Project, Runner, User } from '../../db/schema.js';
 import { digestToken, generateToken } from '../../lib/crypto.js';
-import { parseDuration } from '../application-settings.js';
+import { getApplicationSettings, parseDuration } from '../application-settings.js';
 import type { Deps } from '../deps.js';
 import { pipelineVariables, processPipeline } from './pipelines.js';
 
@@ -427,6 +427,17 @@ export async function countRunnerBuilds(
   if (status) query = query.where('status', '=', status);
   const rows = await query.limit(cap).execute();
   return rows.length;
+}
+
+/**
+ * Jobs created before this instant are archived (`archive_builds_in_human_readable`): they can no
+ * longer be retried or played. Null when the setting is off.
+ */
+export async function archiveCutoff(deps: Deps): Promise<Date | null> {
+  const value = (await getApplicationSettings(deps)).values.archive_builds_in_human_readable;
+  if (value === null || value === undefined || String(value).trim() === '') return null;
+  const seconds = parseDuration(String(value));
+  return seconds ? new Date(deps.clock.now().getTime() - seconds * 1000) : null;
 }
 
 export type { Pipeline, User };
