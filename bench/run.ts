@@ -9,6 +9,7 @@ import * as changelog from './changelog.js';
 import * as gitHttp from './git-http.js';
 import { type Measurement, report } from './harness.js';
 import * as repository from './repository.js';
+import * as runnerPoll from './runner-poll.js';
 import * as server from './server.js';
 import * as startupAndApi from './startup-and-api.js';
 import * as storageMove from './storage-move.js';
@@ -23,6 +24,7 @@ const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   changelog,
   'storage-move': storageMove,
   archives,
+  'runner-poll': runnerPoll,
 };
 
 const wanted = process.argv.slice(2);

@@ -7,6 +7,7 @@ import { type Commit, commitTitle, parseCommitObject } from '../git/commit.js';
 import type { RefUpdate } from '../git/smart-http.js';
 import { readTreeEntry } from '../git/tree.js';
 import { enqueueJob } from '../jobs/queue.js';
+import { wakeWorkers } from '../jobs/worker.js';
 import { ciConfigPath } from './ci/pipelines.js';
 import type { Deps } from './deps.js';
 import { scheduleRepositoryMaintenance } from './repository-maintenance.js';
@@ -164,6 +165,7 @@ async function queuePushPipelines(
   updates: RefUpdate[],
 ): Promise<void> {
   const configPath = await ciConfigPath(deps, project);
+  let queued = false;
   for (const update of updates) {
     if (isZero(update.newId) || !describe(update)) continue;
     // No CI file at the new commit, no pipeline (and no job to find that out).
@@ -176,5 +178,8 @@ async function queuePushPipelines(
       before: update.oldId,
       after: update.newId,
     });
+    queued = true;
   }
+  // The pipeline should exist within moments of the push, not at the next poll.
+  if (queued) wakeWorkers();
 }
