@@ -122,8 +122,11 @@ export function registerRunnerJobRoutes(api: ApiRouter): void {
       const state = params.state === 'success' || params.state === 'failed' ? params.state : 'running';
       const updated = await updateBuildState(deps, build, state, params.exit_code, params.failure_reason);
       ctx.set('Job-Status', updated.status);
+      ctx.set('X-GitLab-Trace-Update-Interval', String(TRACE_UPDATE_INTERVAL_SECONDS));
+      // GitLab answers with the status as its body (`body result.status.to_s`).
       ctx.status = 200;
-      ctx.body = '';
+      ctx.type = 'application/json';
+      ctx.body = '200';
     },
   );
 
