@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { gitEnvironment } from '../../src/git/command.js';
 import { register as registerShippedRunner, runOnce } from '../../src/runner/main.js';
-import { failStuckBuilds } from '../../src/services/ci/builds.js';
+import { failStuckBuilds, removeExpiredArtifacts } from '../../src/services/ci/builds.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { commitFiles, drainJobs, registerRunner, registrationToken, requestJob } from '../support/ci.js';
 import { makeProject, makeSampleProject, makeUserWithToken } from '../support/factories.js';
