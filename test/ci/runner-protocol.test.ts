@@ -380,6 +380,14 @@ describe('the shipped runner', () => {
       });
       expect(artifacts.status).toBe(200);
       expect(artifacts.headers.get('Content-Type')).toBe('application/zip');
+      // The archive expires after default_artifacts_expire_in (30 days): then the hourly job removes it.
+      expect(jobs[0].artifacts_expire_at).not.toBeNull();
+      expect(await removeExpiredArtifacts(app.deps)).toBe(0);
+      app.clock.advance(31 * 24 * 60 * 60 * 1000);
+      expect(await removeExpiredArtifacts(app.deps)).toBeGreaterThanOrEqual(1);
+      const gone = await app.request(`/projects/${project.id}/jobs/${jobs[0].id}/artifacts`, { token: ownerToken });
+      expect(gone.status).toBe(404);
+      app.clock.advance(-31 * 24 * 60 * 60 * 1000);
 
       await commitFiles(
         app,
