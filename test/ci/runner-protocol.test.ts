@@ -490,4 +490,45 @@ describe('the shipped runner', () => {
       await fs.rm(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('works from its command line: npm run runner -- register, then run --once', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'shipped-cli', visibility: 'private' });
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ci-cli-'));
+    try {
+      const cli = (...args: string[]) =>
+        exec(process.execPath, ['--import', 'tsx', 'src/runner/main.ts', ...args], {
+          cwd: path.resolve(import.meta.dirname, '../..'),
+          env: { PATH: process.env.PATH ?? '', HOME: dir },
+          encoding: 'utf8',
+        });
+      const registration = await registrationToken(app, ownerToken, `/projects/${project.id}`);
+      const config = path.join(dir, 'runner.json');
+      const registered = await cli(
+        'register',
+        '--url',
+        app.baseUrl,
+        '--token',
+        registration,
+        '--config',
+        config,
+        '--tag-list',
+        'cli',
+      );
+      expect(registered.stdout).toMatch(/^Runner \d+ registered/);
+      expect(JSON.parse(await fs.readFile(config, 'utf8'))).toMatchObject({
+        url: app.baseUrl,
+        token: expect.stringMatching(/^glrt-/),
+      });
+      expect((await cli('run', '--once', '--config', config)).stdout).toContain('No job');
+      await commitFiles(app, ownerToken, project, 'main', {
+        '.gitlab-ci.yml': 'hello:\n  tags: [cli]\n  script: [echo hello from the cli]\n',
+      });
+      await drainJobs(app);
+      const ran = await cli('run', '--once', '--config', config);
+      expect(ran.stdout).toContain('hello from the cli');
+      expect(ran.stdout).toContain('Job success');
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
