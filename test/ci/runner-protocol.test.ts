@@ -10,18 +10,18 @@ import { register as registerShippedRunner, runOnce } from '../../src/runner/mai
 import { failStuckBuilds, removeExpiredArtifacts } from '../../src/services/ci/builds.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { commitFiles, drainJobs, registerRunner, registrationToken, requestJob } from '../support/ci.js';
-import { makeProject, makeSampleProject, makeUserWithToken } from '../support/factories.js';
+import { makeGroup, makeProject, makeSampleProject, makeUserWithToken } from '../support/factories.js';
 
 const exec = promisify(execFile);
 let app: TestApp;
 let owner: User;
 let ownerToken: string;
-let _adminToken: string;
+let adminToken: string;
 
 beforeAll(async () => {
   app = await startTestApp();
   ({ user: owner, token: ownerToken } = await makeUserWithToken(app));
-  ({ token: _adminToken } = await makeUserWithToken(app, { admin: true }));
+  ({ token: adminToken } = await makeUserWithToken(app, { admin: true }));
 });
 afterAll(async () => {
   await app?.close();
@@ -289,6 +289,35 @@ describe('the runner protocol as the GitLab runner speaks it', () => {
     expect(onMain.body.git_info.ref).toBe('main');
     // The topic branch's deploy job is still waiting: the protected runner never takes it.
     expect((await requestJob(app, protectedOnly.token)).status).toBe(204);
+  });
+
+  it("hands jobs to instance runners and to runners of the project's group or its ancestors only", async () => {
+    const top = await makeGroup(app, owner, { path: 'scope-top' });
+    const sub = await makeGroup(app, owner, { path: 'scope-sub', parent: top });
+    const elsewhere = await makeGroup(app, owner, { path: 'scope-elsewhere' });
+    const { project } = await makeSampleProject(app, owner, {
+      path: 'scope-project',
+      namespace: sub,
+      visibility: 'private',
+    });
+    const tags = { tag_list: 'scope-test', run_untagged: false };
+    const foreign = await registerRunner(
+      app,
+      await registrationToken(app, ownerToken, `/groups/${elsewhere.id}`),
+      tags,
+    );
+    const ancestor = await registerRunner(app, await registrationToken(app, ownerToken, `/groups/${top.id}`), tags);
+    const instance = await registerRunner(app, await registrationToken(app, adminToken, ''), tags);
+    const jobs = { a: { script: ['true'], tags: ['scope-test'] }, b: { script: ['true'], tags: ['scope-test'] } };
+    await commitFiles(app, ownerToken, project, 'main', { '.gitlab-ci.yml': JSON.stringify(jobs) });
+    await drainJobs(app);
+    expect((await requestJob(app, foreign.token)).status).toBe(204);
+    const viaGroup = await requestJob(app, ancestor.token);
+    expect(viaGroup.status).toBe(201);
+    expect(viaGroup.body.job_info.project_id).toBe(project.id);
+    const viaInstance = await requestJob(app, instance.token);
+    expect(viaInstance.status).toBe(201);
+    expect(viaInstance.body.id).not.toBe(viaGroup.body.id);
   });
 
   it('lets a job token clone its own project over HTTP, and nothing else', async () => {
