@@ -1,4 +1,5 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
+import { createPipelineJob, stuckBuildsJob } from './ci.js';
 import { dormantUsersJob } from './dormant-users.js';
 import { eventsPurgeJob, eventsRetentionJob } from './events.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
@@ -25,4 +26,6 @@ export const JOB_KINDS: JobKind[] = [
   eventsRetentionJob,
   eventsPurgeJob,
   deleteUserJob,
+  createPipelineJob,
+  stuckBuildsJob,
 ];
