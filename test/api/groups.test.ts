@@ -921,9 +921,11 @@ describe('PUT /groups/:id', () => {
       body: { name: 'Renamed Group', emails_disabled: true, lfs_enabled: false, mentions_disabled: true },
     });
     expect(res.status).toBe(200);
+    // An owner's answer carries the group's runner registration token, as GitLab's GroupDetail does.
     expect(Object.keys(res.body)).toEqual([
       ...GROUP_KEYS,
       'shared_with_groups',
+      'runners_token',
       'prevent_sharing_groups_outside_hierarchy',
       'projects',
       'shared_projects',
