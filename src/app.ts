@@ -17,6 +17,7 @@ import { registerMemberRoutes } from './api/members.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
+import { registerProjectHookRoutes } from './api/project-hooks.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
@@ -72,6 +73,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerMemberRoutes,
   registerAccessRequestRoutes,
   registerApplicationRoutes,
+  registerProjectHookRoutes,
 ];
 
 export interface CreateAppOptions {

@@ -206,7 +206,63 @@ export interface DB {
   plan_limits: PlanLimitsTable;
   audit_events: AuditEventsTable;
   repository_housekeeping: RepositoryHousekeepingTable;
+  web_hooks: WebHooksTable;
+  integrations: IntegrationsTable;
+  hook_deliveries: HookDeliveriesTable;
 }
+
+export interface WebHooksTable {
+  id: Generated<number>;
+  project_id: number;
+  url: string;
+  name: string | null;
+  description: string | null;
+  /** The secret token sealed with the instance key (src/lib/secret-box.ts). */
+  sealed_token: string | null;
+  /** Event flags by GitLab's name (`push_events`: true). */
+  events: Json<Record<string, boolean>>;
+  enable_ssl_verification: Generated<boolean>;
+  push_events_branch_filter: string | null;
+  branch_filter_strategy: Generated<string>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type WebHook = Selectable<WebHooksTable>;
+
+export interface IntegrationsTable {
+  id: Generated<number>;
+  project_id: number;
+  slug: string;
+  active: Generated<boolean>;
+  events: Json<Record<string, boolean>>;
+  /** Settings that are not secret. */
+  properties: Json<Record<string, unknown>>;
+  /** Secret settings, each sealed with the instance key. */
+  sealed_secrets: Json<Record<string, string>>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type Integration = Selectable<IntegrationsTable>;
+
+export interface HookDeliveriesTable {
+  id: Generated<number>;
+  project_id: number;
+  web_hook_id: number | null;
+  integration_id: number | null;
+  trigger: string;
+  url: string;
+  attempt: number;
+  /** `delivered`, `retrying` or `failed`. */
+  state: string;
+  request_headers: Json<Record<string, string>>;
+  request_data: Json<unknown>;
+  response_status: string | null;
+  response_body: string | null;
+  internal_error_message: string | null;
+  execution_duration: Generated<number>;
+  created_at: Timestamp;
+}
+export type HookDelivery = Selectable<HookDeliveriesTable>;
 
 export interface RepositoryHousekeepingTable {
   project_id: number;

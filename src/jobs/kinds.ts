@@ -1,5 +1,6 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
 import { dormantUsersJob } from './dormant-users.js';
+import { HOOK_JOB_KINDS } from './hooks.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
@@ -17,4 +18,5 @@ export const JOB_KINDS: JobKind[] = [
   repositoryMaintenanceJob,
   archiveCacheCleanupJob,
   archiveCachePurgeJob,
+  ...HOOK_JOB_KINDS,
 ];

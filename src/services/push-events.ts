@@ -7,6 +7,7 @@ import { type Commit, commitTitle, parseCommitObject } from '../git/commit.js';
 import type { RefUpdate } from '../git/smart-http.js';
 import type { Deps } from './deps.js';
 import { scheduleRepositoryMaintenance } from './repository-maintenance.js';
+import { queuePushHooks } from './webhooks.js';
 
 /** Above this many refs of one kind and action, GitLab records one bulk event with `ref_count`. */
 const BULK_PUSH_THRESHOLD = 3;
@@ -128,8 +129,9 @@ async function recordPushEvents(
 
 /**
  * What GitLab's post-receive does for every ref change, whether from `git push` or from an API
- * write (GitLab writes those through Gitaly with the same hooks): `pushed` events, the project's
- * last activity, and upkeep of its repository.
+ * write (GitLab writes those through Gitaly with the same hooks): `pushed` events and the push
+ * hooks of webhooks and integrations (queued in one transaction), the project's last activity,
+ * and upkeep of its repository.
  */
 export async function recordRefChanges(
   deps: Deps,
@@ -139,7 +141,16 @@ export async function recordRefChanges(
   updates: RefUpdate[],
 ): Promise<void> {
   if (updates.length === 0) return;
-  await recordPushEvents(deps, project, user, gitDir, updates);
+  await deps.db.transaction().execute(async (trx) => {
+    const inTransaction = { ...deps, db: trx };
+    await recordPushEvents(inTransaction, project, user, gitDir, updates);
+    await queuePushHooks(
+      trx,
+      project,
+      user,
+      updates.map((u) => ({ ref: u.ref, before: u.oldId, after: u.newId })),
+    );
+  });
   await updateProject(deps.db, project.id, { last_activity_at: deps.clock.now() });
   // Deleting refs adds no commits to the graph.
   if (updates.some((u) => !isZero(u.newId))) await scheduleRepositoryMaintenance(deps, project.id);

@@ -1,0 +1,81 @@
+import {
+  DELIVERY_MAX_ATTEMPTS,
+  deliverWebhook,
+  fanOutHooks,
+  INTEGRATION_DELIVERY_JOB,
+  runPushHooks,
+  WEBHOOK_DELIVERY_JOB,
+} from '../services/hook-delivery.js';
+import type { PushChange } from '../services/hook-payloads.js';
+import { deliverIntegration } from '../services/integration-delivery.js';
+import { type HookTrigger, PROJECT_HOOKS_JOB, PUSH_HOOKS_JOB } from '../services/webhooks.js';
+import type { JobKind } from './worker.js';
+
+/** An event of a project: one delivery job per webhook and integration that wants it. */
+export const projectHooksJob: JobKind = {
+  kind: PROJECT_HOOKS_JOB,
+  forgetDone: true,
+  async run(ctx) {
+    const p = ctx.job.payload;
+    await fanOutHooks(
+      ctx.deps,
+      Number(p.project_id),
+      p.trigger as HookTrigger,
+      p.data as Record<string, unknown>,
+      typeof p.branch === 'string' ? p.branch : null,
+    );
+  },
+};
+
+/** A push: its payloads built from the repository, then fanned out. */
+export const pushHooksJob: JobKind = {
+  kind: PUSH_HOOKS_JOB,
+  forgetDone: true,
+  async run(ctx) {
+    const p = ctx.job.payload;
+    await runPushHooks(ctx.deps, Number(p.project_id), Number(p.user_id), p.changes as PushChange[]);
+  },
+};
+
+/** One payload to one webhook; retried with the queue's back-off, each try in the delivery log. */
+export const webhookDeliveryJob: JobKind = {
+  kind: WEBHOOK_DELIVERY_JOB,
+  forgetDone: true,
+  async run(ctx) {
+    const p = ctx.job.payload;
+    await deliverWebhook(
+      ctx.deps,
+      {
+        hookId: Number(p.hook_id),
+        trigger: p.trigger as HookTrigger,
+        eventId: String(p.event_id),
+        idempotencyKey: String(p.idempotency_key),
+        data: p.data,
+      },
+      ctx.attempt,
+      ctx.job.max_attempts ?? DELIVERY_MAX_ATTEMPTS,
+    );
+  },
+};
+
+/** One event to one integration (chat message, e-mail, build trigger). */
+export const integrationDeliveryJob: JobKind = {
+  kind: INTEGRATION_DELIVERY_JOB,
+  forgetDone: true,
+  async run(ctx) {
+    const p = ctx.job.payload;
+    await deliverIntegration(
+      ctx.deps,
+      {
+        integrationId: Number(p.integration_id),
+        trigger: p.trigger as HookTrigger,
+        branch: typeof p.branch === 'string' ? p.branch : null,
+        data: p.data as Record<string, unknown>,
+      },
+      ctx.attempt,
+      ctx.job.max_attempts ?? DELIVERY_MAX_ATTEMPTS,
+    );
+  },
+};
+
+export const HOOK_JOB_KINDS: JobKind[] = [projectHooksJob, pushHooksJob, webhookDeliveryJob, integrationDeliveryJob];

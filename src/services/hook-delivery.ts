@@ -1,0 +1,236 @@
+import { randomUUID } from 'node:crypto';
+import { findProjectWithNamespace } from '../db/queries/projects.js';
+import { findUserById } from '../db/queries/users.js';
+import type { WebHook } from '../db/schema.js';
+import { enqueueJob } from '../jobs/queue.js';
+import { OutboundError, outboundRequest } from '../lib/outbound/index.js';
+import { GITLAB_COMPATIBLE_VERSION } from '../version.js';
+import type { Deps } from './deps.js';
+import { buildPushPayload, type PushChange } from './hook-payloads.js';
+import { outboundOptions } from './outbound.js';
+import { branchFilterMatches, HOOK_TRIGGERS, type HookTrigger, openWith } from './webhooks.js';
+
+export const WEBHOOK_DELIVERY_JOB = 'webhook_delivery';
+export const INTEGRATION_DELIVERY_JOB = 'integration_delivery';
+/** Tries of one delivery: the first and three retries (the job queue's back-off between them). */
+export const DELIVERY_MAX_ATTEMPTS = 4;
+/** Response bytes kept in the delivery log. */
+const LOGGED_RESPONSE_CHARS = 8 * 1024;
+
+/** A delivery that did not succeed: the job queue retries it. */
+export class DeliveryFailed extends Error {}
+
+const branchOf = (ref: string) => (ref.startsWith('refs/heads/') ? ref.slice(11) : null);
+
+/**
+ * Queues one delivery per webhook that wants `trigger` (and whose branch filter takes `branch`
+ * for pushes) and one per active integration with the event on. Runs in the background job
+ * that `queueProjectHooks` queued.
+ */
+export async function fanOutHooks(
+  deps: Deps,
+  projectId: number,
+  trigger: HookTrigger,
+  data: Record<string, unknown>,
+  branch: string | null,
+): Promise<number> {
+  const eventId = randomUUID();
+  return deps.db.transaction().execute(async (trx) => {
+    let queued = 0;
+    const hooks = await trx
+      .selectFrom('web_hooks')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .orderBy('id')
+      .execute();
+    for (const hook of hooks) {
+      if (hook.events[trigger] !== true) continue;
+      if (trigger === 'push_events' && branch !== null) {
+        if (!branchFilterMatches(hook.branch_filter_strategy, hook.push_events_branch_filter, branch)) continue;
+      }
+      await enqueueJob(
+        trx,
+        WEBHOOK_DELIVERY_JOB,
+        { hook_id: hook.id, trigger, event_id: eventId, idempotency_key: randomUUID(), data },
+        { maxAttempts: DELIVERY_MAX_ATTEMPTS },
+      );
+      queued += 1;
+    }
+    const integrations = await trx
+      .selectFrom('integrations')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('active', '=', true)
+      .orderBy('id')
+      .execute();
+    for (const integration of integrations) {
+      if (integration.events[trigger] !== true) continue;
+      await enqueueJob(
+        trx,
+        INTEGRATION_DELIVERY_JOB,
+        { integration_id: integration.id, trigger, branch, data },
+        { maxAttempts: DELIVERY_MAX_ATTEMPTS },
+      );
+      queued += 1;
+    }
+    return queued;
+  });
+}
+
+/** Builds the payloads of a push from the repository, then fans them out (the push hooks job). */
+export async function runPushHooks(
+  deps: Deps,
+  projectId: number,
+  userId: number,
+  changes: PushChange[],
+): Promise<void> {
+  const found = await findProjectWithNamespace(deps.db, { id: projectId });
+  const user = await findUserById(deps.db, userId);
+  if (!found || !user) return;
+  const { project, namespace } = found;
+  const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
+  for (const change of changes) {
+    const data = await buildPushPayload(deps.config.baseUrl, project, namespace, user, gitDir, change);
+    const isTag = change.ref.startsWith('refs/tags/');
+    await fanOutHooks(deps, project.id, isTag ? 'tag_push_events' : 'push_events', data, branchOf(change.ref));
+  }
+}
+
+export interface DeliveryRecord {
+  projectId: number;
+  webHookId?: number;
+  integrationId?: number;
+  trigger: string;
+  url: string;
+  attempt: number;
+  maxAttempts: number;
+  requestHeaders: Record<string, string>;
+  requestData: unknown;
+}
+
+/** Records one try in the delivery log. */
+async function logDelivery(
+  deps: Deps,
+  record: DeliveryRecord,
+  outcome: { ok: boolean; status: string | null; body: string | null; error: string | null; seconds: number },
+): Promise<void> {
+  const state = outcome.ok ? 'delivered' : record.attempt >= record.maxAttempts ? 'failed' : 'retrying';
+  await deps.db
+    .insertInto('hook_deliveries')
+    .values({
+      project_id: record.projectId,
+      web_hook_id: record.webHookId ?? null,
+      integration_id: record.integrationId ?? null,
+      trigger: record.trigger,
+      url: record.url,
+      attempt: record.attempt,
+      state,
+      request_headers: JSON.stringify(record.requestHeaders),
+      request_data: JSON.stringify(record.requestData ?? null),
+      response_status: outcome.status,
+      response_body: outcome.body,
+      internal_error_message: outcome.error,
+      execution_duration: outcome.seconds,
+      created_at: deps.clock.now(),
+    })
+    .execute();
+}
+
+/** Headers as the log shows them: secrets masked as GitLab masks the token. */
+const SECRET_HEADERS = ['x-gitlab-token', 'authorization'];
+function loggedHeaders(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers).map(([k, v]) => [k, SECRET_HEADERS.includes(k.toLowerCase()) ? '[REDACTED]' : v]),
+  );
+}
+
+/**
+ * Sends one request to a user-given URL through the outbound guard and logs the try. A 2xx
+ * answer succeeds; anything else (other statuses, a refused or unreachable target) is logged
+ * and throws DeliveryFailed so the job is retried, and logged `failed` on the last try.
+ */
+export async function sendLogged(
+  deps: Deps,
+  record: Omit<DeliveryRecord, 'requestHeaders'>,
+  request: { method?: string; headers: Record<string, string>; body?: string },
+): Promise<void> {
+  const started = process.hrtime.bigint();
+  const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
+  const full = { ...record, requestHeaders: loggedHeaders(request.headers) };
+  let response: Awaited<ReturnType<typeof outboundRequest>>;
+  try {
+    response = await outboundRequest(
+      record.url,
+      {
+        method: request.method ?? 'POST',
+        headers: request.headers,
+        ...(request.body !== undefined ? { body: request.body } : {}),
+      },
+      await outboundOptions(deps, 'web_hooks_and_services'),
+    );
+  } catch (error) {
+    if (!(error instanceof OutboundError)) throw error;
+    await logDelivery(deps, full, {
+      ok: false,
+      status: 'internal error',
+      body: null,
+      error: error.message,
+      seconds: seconds(),
+    });
+    throw new DeliveryFailed(error.message);
+  }
+  const ok = response.status >= 200 && response.status < 300;
+  await logDelivery(deps, full, {
+    ok,
+    status: String(response.status),
+    body: response.body.toString('utf8').slice(0, LOGGED_RESPONSE_CHARS),
+    error: null,
+    seconds: seconds(),
+  });
+  if (!ok) throw new DeliveryFailed(`${record.url} answered ${response.status}`);
+}
+
+/** GitLab's webhook headers for one delivery. */
+export function webhookHeaders(
+  deps: Deps,
+  hook: WebHook,
+  trigger: HookTrigger,
+  ids: { eventId: string; idempotencyKey: string },
+): Record<string, string> {
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json',
+    'User-Agent': `GitLab/${GITLAB_COMPATIBLE_VERSION}`,
+    'X-Gitlab-Event': HOOK_TRIGGERS[trigger],
+    'X-Gitlab-Webhook-UUID': ids.idempotencyKey,
+    'X-Gitlab-Event-UUID': ids.eventId,
+    'X-Gitlab-Instance': deps.config.baseUrl,
+    'Idempotency-Key': ids.idempotencyKey,
+  };
+  if (hook.sealed_token) headers['X-Gitlab-Token'] = openWith(deps, hook.sealed_token);
+  return headers;
+}
+
+/** Delivers one payload to one webhook (the webhook delivery job); a deleted hook is skipped. */
+export async function deliverWebhook(
+  deps: Deps,
+  job: { hookId: number; trigger: HookTrigger; eventId: string; idempotencyKey: string; data: unknown },
+  attempt: number,
+  maxAttempts: number,
+): Promise<void> {
+  const hook = await deps.db.selectFrom('web_hooks').selectAll().where('id', '=', job.hookId).executeTakeFirst();
+  if (!hook) return;
+  const headers = webhookHeaders(deps, hook, job.trigger, job);
+  await sendLogged(
+    deps,
+    {
+      projectId: hook.project_id,
+      webHookId: hook.id,
+      trigger: job.trigger,
+      url: hook.url,
+      attempt,
+      maxAttempts,
+      requestData: job.data,
+    },
+    { headers, body: JSON.stringify(job.data) },
+  );
+}
