@@ -13,6 +13,7 @@ import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
+import { registerIntegrationRoutes } from './api/integrations.js';
 import { registerMemberRoutes } from './api/members.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
@@ -74,6 +75,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerAccessRequestRoutes,
   registerApplicationRoutes,
   registerProjectHookRoutes,
+  registerIntegrationRoutes,
 ];
 
 export interface CreateAppOptions {

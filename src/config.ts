@@ -34,6 +34,13 @@ export interface Config {
    * 32 bytes of base64); unset → generated into STORAGE_DIR/secret_key (src/lib/secret-box.ts).
    */
   secretKey: string | undefined;
+  /**
+   * SMTP_URL: where e-mail goes (`smtp://user:pass@host:587`, `smtps://…`); unset → integrations
+   * that send mail (emails-on-push, pipelines-email) log that they could not.
+   */
+  smtpUrl: string | undefined;
+  /** SMTP_FROM: the sender address of Depot's mail (GitLab's `email_from`); default `depot@<BASE_URL host>`. */
+  emailFrom: string;
 }
 
 /** ARCHIVE_CACHE_MAX when unset: room for a few hundred release archives. */
@@ -140,6 +147,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       `OAUTH_HTTP_REDIRECT_URIS must be one of ${OAUTH_HTTP_REDIRECT_URIS.join(', ')}, got "${oauthHttpRedirectUris}"`,
     );
   }
+  const smtpUrl = env.SMTP_URL || undefined;
+  if (smtpUrl !== undefined && !/^smtps?:\/\//.test(smtpUrl)) {
+    throw new ConfigError(`SMTP_URL must start with smtp:// or smtps://, got "${smtpUrl}"`);
+  }
   const secretKey = env.DEPOT_SECRET_KEY || undefined;
   if (secretKey !== undefined) {
     try {
@@ -165,5 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       ? parseByteSize('ARCHIVE_CACHE_MAX', env.ARCHIVE_CACHE_MAX)
       : DEFAULT_ARCHIVE_CACHE_MAX_BYTES,
     secretKey,
+    smtpUrl,
+    emailFrom: env.SMTP_FROM || `depot@${new URL(baseUrl).hostname}`,
   };
 }

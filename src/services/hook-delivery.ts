@@ -7,6 +7,8 @@ import { OutboundError, outboundRequest } from '../lib/outbound/index.js';
 import { GITLAB_COMPATIBLE_VERSION } from '../version.js';
 import type { Deps } from './deps.js';
 import { buildPushPayload, type PushChange } from './hook-payloads.js';
+import { INTEGRATION_KINDS } from './integration-catalog.js';
+import { eventEnabled } from './integrations.js';
 import { outboundOptions } from './outbound.js';
 import { branchFilterMatches, HOOK_TRIGGERS, type HookTrigger, openWith } from './webhooks.js';
 
@@ -64,7 +66,8 @@ export async function fanOutHooks(
       .orderBy('id')
       .execute();
     for (const integration of integrations) {
-      if (integration.events[trigger] !== true) continue;
+      const kind = INTEGRATION_KINDS.get(integration.slug);
+      if (!kind || !eventEnabled(kind, integration, trigger)) continue;
       await enqueueJob(
         trx,
         INTEGRATION_DELIVERY_JOB,
