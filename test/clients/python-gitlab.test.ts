@@ -169,6 +169,22 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('project webhooks and integrations', async () => {
+    const out = await flow('hooks.py');
+    expect(out).toEqual({
+      created: [true, true, false, false],
+      listed: true,
+      saved: [true, 'main'],
+      refused: ['GitlabCreateError', 422],
+      deleted: ['GitlabGetError', 404],
+      missing: ['GitlabUpdateError', 400],
+      slack: [true, false, '#dev', false],
+      kept: ['#ops', false],
+      active: ['slack'],
+      after_delete: [],
+    });
+  });
+
   describe.skipIf(lacks(GITLAB_CLI))('the command line', () => {
     let config: string;
     let project: { id: number; path_with_namespace: string };
