@@ -1,15 +1,36 @@
+import type { Deps } from '../services/deps.js';
 import {
   DELIVERY_MAX_ATTEMPTS,
   deliverWebhook,
   fanOutHooks,
   INTEGRATION_DELIVERY_JOB,
+  pruneDeliveryLog,
   runPushHooks,
   WEBHOOK_DELIVERY_JOB,
 } from '../services/hook-delivery.js';
 import type { PushChange } from '../services/hook-payloads.js';
 import { deliverIntegration } from '../services/integration-delivery.js';
 import { type HookTrigger, PROJECT_HOOKS_JOB, PUSH_HOOKS_JOB } from '../services/webhooks.js';
+import { databaseNow, type RecurringSchedule, recurringJob, scheduleNextRun } from './recurring.js';
 import type { JobKind } from './worker.js';
+
+/** The delivery log's daily pruning, at 04:40 UTC (away from the other daily jobs). */
+export const DELIVERY_LOG_PRUNE_SCHEDULE: RecurringSchedule = {
+  kind: 'hook_delivery_log_prune',
+  hourUtc: 4,
+  minuteUtc: 40,
+};
+
+/** Deletes delivery log rows past their retention, then queues tomorrow's run. */
+export const deliveryLogPruneJob = recurringJob(DELIVERY_LOG_PRUNE_SCHEDULE, async (ctx) => {
+  const deleted = await pruneDeliveryLog(ctx.deps, ctx.signal);
+  ctx.log.info({ deleted }, 'old webhook and integration deliveries deleted from the log');
+});
+
+/** Queues the first run of the delivery log pruning (idempotent; called when the server starts). */
+export async function scheduleHookJobs(deps: Deps): Promise<void> {
+  await scheduleNextRun(deps.db, DELIVERY_LOG_PRUNE_SCHEDULE, await databaseNow(deps.db));
+}
 
 /** An event of a project: one delivery job per webhook and integration that wants it. */
 export const projectHooksJob: JobKind = {
@@ -78,4 +99,10 @@ export const integrationDeliveryJob: JobKind = {
   },
 };
 
-export const HOOK_JOB_KINDS: JobKind[] = [projectHooksJob, pushHooksJob, webhookDeliveryJob, integrationDeliveryJob];
+export const HOOK_JOB_KINDS: JobKind[] = [
+  projectHooksJob,
+  pushHooksJob,
+  webhookDeliveryJob,
+  integrationDeliveryJob,
+  deliveryLogPruneJob,
+];

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { findProjectWithNamespace } from '../db/queries/projects.js';
 import { findUserById } from '../db/queries/users.js';
 import type { WebHook } from '../db/schema.js';
@@ -193,6 +193,13 @@ export async function sendLogged(
   if (!ok) throw new DeliveryFailed(`${record.url} answered ${response.status}`);
 }
 
+/** A hook's own UUID, the same in every delivery (derived from the instance and the hook id). */
+function webhookUuid(deps: Deps, hook: WebHook): string {
+  const hex = createHash('sha256').update(`${deps.config.baseUrl}\0web_hook\0${hook.id}`).digest('hex');
+  // Shaped as a version 8 (custom) UUID, RFC 9562.
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((Number.parseInt(hex[16] as string, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
 /** GitLab's webhook headers for one delivery. */
 export function webhookHeaders(
   deps: Deps,
@@ -204,7 +211,7 @@ export function webhookHeaders(
     'Content-Type': 'application/json',
     'User-Agent': `GitLab/${GITLAB_COMPATIBLE_VERSION}`,
     'X-Gitlab-Event': HOOK_TRIGGERS[trigger],
-    'X-Gitlab-Webhook-UUID': ids.idempotencyKey,
+    'X-Gitlab-Webhook-UUID': webhookUuid(deps, hook),
     'X-Gitlab-Event-UUID': ids.eventId,
     'X-Gitlab-Instance': deps.config.baseUrl,
     'Idempotency-Key': ids.idempotencyKey,
@@ -236,4 +243,26 @@ export async function deliverWebhook(
     },
     { headers, body: JSON.stringify(job.data) },
   );
+}
+
+/** How long the delivery log keeps a try (GitLab prunes web hook logs after 90 days). */
+export const DELIVERY_LOG_RETENTION_DAYS = 90;
+const PRUNE_BATCH_ROWS = 1000;
+
+/** Deletes delivery log rows older than the retention, in batches. Returns how many went. */
+export async function pruneDeliveryLog(deps: Deps, signal?: AbortSignal): Promise<number> {
+  const before = new Date(deps.clock.now().getTime() - DELIVERY_LOG_RETENTION_DAYS * 24 * 60 * 60 * 1000);
+  let deleted = 0;
+  for (;;) {
+    if (signal?.aborted) return deleted;
+    const batch = deps.db
+      .selectFrom('hook_deliveries')
+      .select('id')
+      .where('created_at', '<', before)
+      .limit(PRUNE_BATCH_ROWS);
+    const result = await deps.db.deleteFrom('hook_deliveries').where('id', 'in', batch).executeTakeFirst();
+    const count = Number(result.numDeletedRows);
+    deleted += count;
+    if (count < PRUNE_BATCH_ROWS) return deleted;
+  }
 }

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Gitlab } from '@gitbeaker/rest';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
+import { DELIVERY_LOG_PRUNE_SCHEDULE, scheduleHookJobs } from '../../src/jobs/hooks.js';
 import { JOB_KINDS } from '../../src/jobs/kinds.js';
 import { Worker } from '../../src/jobs/worker.js';
 import { instanceKey, openSecret } from '../../src/lib/secret-box.js';
@@ -444,6 +445,72 @@ describe('push hooks delivered', () => {
       .where('kind', 'like', 'project_%hooks')
       .execute();
     expect(afterJobs.length).toBe(before.length);
+  });
+
+  it('a commit through the API is a push too; each hook has its own stable X-Gitlab-Webhook-UUID', async () => {
+    await allowLocal();
+    const { project } = await makeSampleProject(app, owner);
+    await addHook(project, { url: `${receiver.url}/one` });
+    await addHook(project, { url: `${receiver.url}/two` });
+    const branch = project.default_branch ?? 'main';
+    for (const name of ['a.txt', 'b.txt']) {
+      const res = await app.request(`/projects/${project.id}/repository/files/${name}`, {
+        method: 'POST',
+        token: ownerToken,
+        body: { branch, content: name, commit_message: `Add ${name}` },
+      });
+      expect(res.status, res.text).toBe(201);
+    }
+    await drainAll();
+    expect(receiver.requests).toHaveLength(4);
+    const one = receiver.requests.filter((r) => r.path === '/one');
+    const two = receiver.requests.filter((r) => r.path === '/two');
+    expect(one.map((r) => r.json.commits[0].title)).toEqual(['Add a.txt', 'Add b.txt']);
+    expect(one.map((r) => r.json.ref)).toEqual([`refs/heads/${branch}`, `refs/heads/${branch}`]);
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    expect(one[0]!.headers['x-gitlab-webhook-uuid']).toMatch(uuid);
+    expect(one[1]!.headers['x-gitlab-webhook-uuid']).toBe(one[0]!.headers['x-gitlab-webhook-uuid']);
+    expect(two[0]!.headers['x-gitlab-webhook-uuid']).not.toBe(one[0]!.headers['x-gitlab-webhook-uuid']);
+    // One event, two hooks: the same event UUID, each delivery its own idempotency key.
+    expect(two[0]!.headers['x-gitlab-event-uuid']).toBe(one[0]!.headers['x-gitlab-event-uuid']);
+    expect(two[0]!.headers['idempotency-key']).not.toBe(one[0]!.headers['idempotency-key']);
+  });
+
+  it('the daily pruning drops deliveries older than 90 days from the log', async () => {
+    await allowLocal();
+    const { project } = await makeSampleProject(app, owner);
+    const hook = await addHook(project, { url: `${receiver.url}/pruned` });
+    const row = (days: number) => ({
+      project_id: project.id,
+      web_hook_id: hook.id,
+      trigger: 'push_events',
+      url: `${receiver.url}/pruned`,
+      attempt: 1,
+      state: 'delivered',
+      request_headers: '{}',
+      request_data: 'null',
+      created_at: new Date(app.clock.now().getTime() - days * 86_400_000),
+    });
+    await app.deps.db
+      .insertInto('hook_deliveries')
+      .values([row(91), row(89)])
+      .execute();
+    await scheduleHookJobs(app.deps);
+    await app.deps.db
+      .updateTable('jobs')
+      .set({ run_at: new Date(0) })
+      .where('kind', '=', DELIVERY_LOG_PRUNE_SCHEDULE.kind)
+      .execute();
+    await worker.drain();
+    const events = await app.request(`/projects/${project.id}/hooks/${hook.id}/events`, { token: ownerToken });
+    expect(events.body).toHaveLength(1);
+    const next = await app.deps.db
+      .selectFrom('jobs')
+      .select('run_at')
+      .where('kind', '=', DELIVERY_LOG_PRUNE_SCHEDULE.kind)
+      .where('state', '=', 'queued')
+      .execute();
+    expect(next).toHaveLength(1);
   });
 
   it('POST /hooks/:hook_id/test/push_events sends a sample push now', async () => {
