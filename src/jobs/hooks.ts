@@ -38,13 +38,13 @@ export const projectHooksJob: JobKind = {
   forgetDone: true,
   async run(ctx) {
     const p = ctx.job.payload;
-    await fanOutHooks(
-      ctx.deps,
-      Number(p.project_id),
-      p.trigger as HookTrigger,
-      p.data as Record<string, unknown>,
-      typeof p.branch === 'string' ? p.branch : null,
-    );
+    await fanOutHooks(ctx.deps, Number(p.project_id), [
+      {
+        trigger: p.trigger as HookTrigger,
+        data: p.data as Record<string, unknown>,
+        branch: typeof p.branch === 'string' ? p.branch : null,
+      },
+    ]);
   },
 };
 

@@ -24,19 +24,19 @@ export class DeliveryFailed extends Error {}
 
 const branchOf = (ref: string) => (ref.startsWith('refs/heads/') ? ref.slice(11) : null);
 
+/** One event to fan out: what happened, GitLab's payload for it, and the branch it concerns. */
+export interface HookEvent {
+  trigger: HookTrigger;
+  data: Record<string, unknown>;
+  branch: string | null;
+}
+
 /**
- * Queues one delivery per webhook that wants `trigger` (and whose branch filter takes `branch`
- * for pushes) and one per active integration with the event on. Runs in the background job
- * that `queueProjectHooks` queued.
+ * Queues, in one transaction, one delivery per webhook that wants each event (and whose branch
+ * filter takes the branch, for pushes) and one per active integration with the event on: a
+ * retried fan-out queues nothing twice. Runs in the background job `queueProjectHooks` queued.
  */
-export async function fanOutHooks(
-  deps: Deps,
-  projectId: number,
-  trigger: HookTrigger,
-  data: Record<string, unknown>,
-  branch: string | null,
-): Promise<number> {
-  const eventId = randomUUID();
+export async function fanOutHooks(deps: Deps, projectId: number, events: HookEvent[]): Promise<number> {
   return deps.db.transaction().execute(async (trx) => {
     let queued = 0;
     const hooks = await trx
@@ -45,19 +45,6 @@ export async function fanOutHooks(
       .where('project_id', '=', projectId)
       .orderBy('id')
       .execute();
-    for (const hook of hooks) {
-      if (hook.events[trigger] !== true) continue;
-      if (trigger === 'push_events' && branch !== null) {
-        if (!branchFilterMatches(hook.branch_filter_strategy, hook.push_events_branch_filter, branch)) continue;
-      }
-      await enqueueJob(
-        trx,
-        WEBHOOK_DELIVERY_JOB,
-        { hook_id: hook.id, trigger, event_id: eventId, idempotency_key: randomUUID(), data },
-        { maxAttempts: DELIVERY_MAX_ATTEMPTS },
-      );
-      queued += 1;
-    }
     const integrations = await trx
       .selectFrom('integrations')
       .selectAll()
@@ -65,22 +52,38 @@ export async function fanOutHooks(
       .where('active', '=', true)
       .orderBy('id')
       .execute();
-    for (const integration of integrations) {
-      const kind = INTEGRATION_KINDS.get(integration.slug);
-      if (!kind || !eventEnabled(kind, integration, trigger)) continue;
-      await enqueueJob(
-        trx,
-        INTEGRATION_DELIVERY_JOB,
-        { integration_id: integration.id, trigger, branch, data },
-        { maxAttempts: DELIVERY_MAX_ATTEMPTS },
-      );
-      queued += 1;
+    for (const { trigger, data, branch } of events) {
+      const eventId = randomUUID();
+      for (const hook of hooks) {
+        if (hook.events[trigger] !== true) continue;
+        if (trigger === 'push_events' && branch !== null) {
+          if (!branchFilterMatches(hook.branch_filter_strategy, hook.push_events_branch_filter, branch)) continue;
+        }
+        await enqueueJob(
+          trx,
+          WEBHOOK_DELIVERY_JOB,
+          { hook_id: hook.id, trigger, event_id: eventId, idempotency_key: randomUUID(), data },
+          { maxAttempts: DELIVERY_MAX_ATTEMPTS },
+        );
+        queued += 1;
+      }
+      for (const integration of integrations) {
+        const kind = INTEGRATION_KINDS.get(integration.slug);
+        if (!kind || !eventEnabled(kind, integration, trigger)) continue;
+        await enqueueJob(
+          trx,
+          INTEGRATION_DELIVERY_JOB,
+          { integration_id: integration.id, trigger, branch, data },
+          { maxAttempts: DELIVERY_MAX_ATTEMPTS },
+        );
+        queued += 1;
+      }
     }
     return queued;
   });
 }
 
-/** Builds the payloads of a push from the repository, then fans them out (the push hooks job). */
+/** Builds the payloads of a push from the repository, then fans them out together (the push hooks job). */
 export async function runPushHooks(
   deps: Deps,
   projectId: number,
@@ -92,11 +95,13 @@ export async function runPushHooks(
   if (!found || !user) return;
   const { project, namespace } = found;
   const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
+  const events: HookEvent[] = [];
   for (const change of changes) {
     const data = await buildPushPayload(deps.config.baseUrl, project, namespace, user, gitDir, change);
     const isTag = change.ref.startsWith('refs/tags/');
-    await fanOutHooks(deps, project.id, isTag ? 'tag_push_events' : 'push_events', data, branchOf(change.ref));
+    events.push({ trigger: isTag ? 'tag_push_events' : 'push_events', data, branch: branchOf(change.ref) });
   }
+  await fanOutHooks(deps, project.id, events);
 }
 
 export interface DeliveryRecord {

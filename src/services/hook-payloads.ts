@@ -46,6 +46,17 @@ export function projectHookAttrs(baseUrl: string, project: Project, namespace: N
   };
 }
 
+/** GitLab's `User#hook_attrs`: the `user` object of merge request, pipeline and other payloads. */
+export function userHookAttrs(user: User) {
+  return {
+    id: user.id,
+    name: user.name,
+    username: user.username,
+    avatar_url: avatarUrl(user.email),
+    email: user.public_email ?? '[REDACTED]',
+  };
+}
+
 /** Ruby's `Time#xmlschema` in the commit's own offset: `2013-05-13T18:18:08+02:00`. */
 export function xmlSchemaTime(seconds: number, tzMinutes: number): string {
   const local = new Date((seconds + tzMinutes * 60) * 1000).toISOString().slice(0, 19);
