@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { RE2JS } from 're2js';
 import type { DB, Project, User, WebHook } from '../db/schema.js';
-import { unprocessable } from '../http/errors.js';
+import { unprocessable, validationError } from '../http/errors.js';
 import { enqueueJob } from '../jobs/queue.js';
 import { checkOutboundUrl, OutboundError } from '../lib/outbound/index.js';
 import { instanceKey, openSecret, sealSecret } from '../lib/secret-box.js';
@@ -55,6 +55,9 @@ export type HookTrigger = keyof typeof HOOK_TRIGGERS;
 
 export const BRANCH_FILTER_STRATEGIES = ['wildcard', 'regex', 'all_branches'] as const;
 export type BranchFilterStrategy = (typeof BRANCH_FILTER_STRATEGIES)[number];
+
+/** GitLab's `project_hooks` plan limit: hooks one project may have. */
+export const MAX_PROJECT_HOOKS = 100;
 
 /** GitLab's `push_event_hooks_limit` default: a push changing more refs of one kind runs no hooks. */
 export const PUSH_EVENT_HOOKS_LIMIT = 3;
@@ -135,6 +138,14 @@ const definedFlags = (events: HookInput['events']) =>
 /** Adds a hook after checking its URL and branch filter. */
 export async function createHook(deps: Deps, project: Project, input: HookInput & { url: string }): Promise<WebHook> {
   await checkHookUrl(deps, input.url);
+  const { count } = await deps.db
+    .selectFrom('web_hooks')
+    .select((eb) => eb.fn.countAll<number>().as('count'))
+    .where('project_id', '=', project.id)
+    .executeTakeFirstOrThrow();
+  if (Number(count) >= MAX_PROJECT_HOOKS) {
+    throw validationError({ base: [`Maximum number of project hooks (${MAX_PROJECT_HOOKS}) exceeded`] });
+  }
   const strategy = input.branch_filter_strategy ?? 'wildcard';
   checkBranchFilter(strategy, input.push_events_branch_filter);
   const now = deps.clock.now();

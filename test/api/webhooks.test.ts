@@ -225,6 +225,41 @@ describe('project hooks API', () => {
     expect(list.body).toEqual([]);
   });
 
+  it('a project has at most 100 hooks', async () => {
+    await allowLocal();
+    const { project } = await makeSampleProject(app, owner);
+    const now = new Date();
+    await app.deps.db
+      .insertInto('web_hooks')
+      .values(
+        Array.from({ length: 100 }, (_, n) => ({
+          project_id: project.id,
+          url: `${receiver.url}/many/${n}`,
+          events: '{}',
+          name: null,
+          description: null,
+          sealed_token: null,
+          push_events_branch_filter: null,
+          created_at: now,
+          updated_at: now,
+        })),
+      )
+      .execute();
+    const res = await app.request(`/projects/${project.id}/hooks`, {
+      method: 'POST',
+      token: ownerToken,
+      body: { url: `${receiver.url}/one-more` },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ message: { base: ['Maximum number of project hooks (100) exceeded'] } });
+    const page = await app.request(`/projects/${project.id}/hooks`, {
+      token: ownerToken,
+      query: { per_page: 100, page: 2 },
+    });
+    expect(page.body).toEqual([]);
+    expect(page.headers.get('x-total')).toBe('100');
+  });
+
   it('is for maintainers, owners and administrators only', async () => {
     await allowLocal();
     const { project } = await makeSampleProject(app, owner, { visibility: 'private' });
