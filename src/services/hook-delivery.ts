@@ -160,7 +160,7 @@ function loggedHeaders(headers: Record<string, string>): Record<string, string> 
 export async function sendLogged(
   deps: Deps,
   record: Omit<DeliveryRecord, 'requestHeaders'>,
-  request: { method?: string; headers: Record<string, string>; body?: string },
+  request: { method?: string; headers: Record<string, string>; body?: string; verifyTls?: boolean },
 ): Promise<void> {
   const started = process.hrtime.bigint();
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
@@ -174,7 +174,7 @@ export async function sendLogged(
         headers: request.headers,
         ...(request.body !== undefined ? { body: request.body } : {}),
       },
-      await outboundOptions(deps, 'web_hooks_and_services'),
+      await outboundOptions(deps, 'web_hooks_and_services', { verifyTls: request.verifyTls !== false }),
     );
   } catch (error) {
     if (!(error instanceof OutboundError)) throw error;
@@ -246,7 +246,7 @@ export async function deliverWebhook(
       maxAttempts,
       requestData: job.data,
     },
-    { headers, body: JSON.stringify(job.data) },
+    { headers, body: JSON.stringify(job.data), verifyTls: hook.enable_ssl_verification },
   );
 }
 

@@ -146,12 +146,15 @@ async function triggerBuild(ctx: Context): Promise<void> {
   const { settings, event, project, namespace } = ctx;
   const json = JSON.stringify(event.data);
   const hookHeaders = { 'Content-Type': 'application/json', 'X-Gitlab-Event': HOOK_TRIGGERS[event.trigger] };
+  // `enable_ssl_verification` of the build servers that have it (Buildkite's is always on).
+  const verifyTls = ctx.kind.slug === 'buildkite' || settings.enable_ssl_verification !== false;
   switch (ctx.kind.slug) {
     case 'jenkins': {
       const url = `${trimSlash(String(settings.jenkins_url))}/project/${encodeURIComponent(String(settings.project_name))}`;
       await sendLogged(ctx.deps, record(ctx, url), {
         headers: { ...hookHeaders, ...basicAuth(settings.username, settings.password) },
         body: json,
+        verifyTls,
       });
       return;
     }
@@ -160,7 +163,7 @@ async function triggerBuild(ctx: Context): Promise<void> {
       url.searchParams.set('owner', namespace.full_path);
       url.searchParams.set('name', project.path);
       url.searchParams.set('access_token', String(settings.token ?? ''));
-      await sendLogged(ctx.deps, { ...record(ctx, url.href) }, { headers: hookHeaders, body: json });
+      await sendLogged(ctx.deps, record(ctx, url.href), { headers: hookHeaders, body: json, verifyTls });
       return;
     }
     case 'bamboo': {
@@ -176,6 +179,7 @@ async function triggerBuild(ctx: Context): Promise<void> {
         await sendLogged(ctx.deps, record(ctx, url.href), {
           method: 'GET',
           headers: basicAuth(settings.username, settings.password),
+          verifyTls,
         });
       }
       return;
@@ -196,6 +200,7 @@ async function triggerBuild(ctx: Context): Promise<void> {
       await sendLogged(ctx.deps, record(ctx, url), {
         headers: { 'Content-Type': 'application/xml', ...basicAuth(settings.username, settings.password) },
         body: `<build branchName="${branch}"><buildType id="${buildType}"/></build>`,
+        verifyTls,
       });
       return;
     }

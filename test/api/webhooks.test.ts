@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +19,7 @@ import {
   resetSettings,
 } from '../support/factories.js';
 import { remoteUrl, runGitClient } from '../support/git-client.js';
+import { lacks, OPENSSL } from '../support/programs.js';
 import { type Receiver, startReceiver } from '../support/receiver.js';
 
 let app: TestApp;
@@ -451,6 +453,46 @@ describe('push hooks delivered', () => {
       '1 retrying',
     ]);
     expect(events.body[0]).toMatchObject({ response_status: '500', response_body: 'failed' });
+  });
+
+  it.skipIf(lacks(OPENSSL))('enable_ssl_verification: an untrusted certificate fails unless it is off', async () => {
+    const key = path.join(scratch, 'tls-key.pem');
+    const cert = path.join(scratch, 'tls-cert.pem');
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ].concat(['-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1']),
+      { stdio: 'ignore' },
+    );
+    const secure = await startReceiver({ key: await fs.readFile(key), cert: await fs.readFile(cert) });
+    try {
+      await allowLocal();
+      const { project } = await makeSampleProject(app, owner);
+      const checked = await addHook(project, { url: `${secure.url}/checked` });
+      await addHook(project, { url: `${secure.url}/unchecked`, enable_ssl_verification: false });
+      expect(checked.enable_ssl_verification).toBe(true);
+      const dir = await workClone(project);
+      await commitFile(dir, 'tls.txt', 'tls\n', 'TLS');
+      await git(['push', '--quiet', 'origin', 'HEAD'], dir);
+      await drainAll();
+      expect(secure.requests.map((r) => r.path)).toEqual(['/unchecked']);
+      const events = await app.request(`/projects/${project.id}/hooks/${checked.id}/events`, { token: ownerToken });
+      expect(events.body[0]).toMatchObject({ state: 'failed', response_status: 'internal error' });
+      expect(events.body[0].internal_error_message).toMatch(/certificate/i);
+    } finally {
+      await secure.close();
+    }
   });
 
   it('a target refused at delivery time (settings changed since) is logged, never reached', async () => {

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 export interface Received {
@@ -19,8 +20,11 @@ export interface Receiver {
   close(): Promise<void>;
 }
 
-/** An HTTP server on loopback that records every request it gets (webhooks, chat, build triggers). */
-export async function startReceiver(): Promise<Receiver> {
+/**
+ * An HTTP server on loopback that records every request it gets (webhooks, chat, build
+ * triggers); with `tls` (a key and certificate) an https one.
+ */
+export async function startReceiver(tls?: { key: Buffer; cert: Buffer }): Promise<Receiver> {
   const receiver: Receiver = {
     url: '',
     port: 0,
@@ -31,7 +35,7 @@ export async function startReceiver(): Promise<Receiver> {
       await new Promise((resolve) => server.close(resolve));
     },
   };
-  const server = http.createServer((req, res) => {
+  const handler: http.RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
@@ -46,9 +50,10 @@ export async function startReceiver(): Promise<Receiver> {
       res.statusCode = receiver.status;
       res.end(receiver.status < 300 ? 'ok' : 'failed');
     });
-  });
+  };
+  const server = tls ? https.createServer(tls, handler) : http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   receiver.port = (server.address() as AddressInfo).port;
-  receiver.url = `http://127.0.0.1:${receiver.port}`;
+  receiver.url = `${tls ? 'https' : 'http'}://127.0.0.1:${receiver.port}`;
   return receiver;
 }
