@@ -9,6 +9,7 @@ import { DELIVERY_LOG_PRUNE_SCHEDULE, scheduleHookJobs } from '../../src/jobs/ho
 import { JOB_KINDS } from '../../src/jobs/kinds.js';
 import { Worker } from '../../src/jobs/worker.js';
 import { instanceKey, openSecret } from '../../src/lib/secret-box.js';
+import { queueProjectHooks } from '../../src/services/webhooks.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import {
   makePersonas,
@@ -588,6 +589,32 @@ describe('push hooks delivered', () => {
       .where('state', '=', 'queued')
       .execute();
     expect(next).toHaveLength(1);
+  });
+
+  it('queueProjectHooks delivers other modules events to the hooks that want them, in their transaction', async () => {
+    await allowLocal();
+    const { project } = await makeSampleProject(app, owner);
+    await addHook(project, { url: `${receiver.url}/mr`, push_events: false, merge_requests_events: true });
+    await addHook(project, { url: `${receiver.url}/pipes`, push_events: false, pipeline_events: true });
+    const payload = { object_kind: 'merge_request', object_attributes: { iid: 3, action: 'open' } };
+    // A rolled back change tells nobody.
+    await app.deps.db
+      .transaction()
+      .execute(async (trx) => {
+        await queueProjectHooks(trx, project.id, 'merge_requests_events', payload, { branch: 'main' });
+        throw new Error('rolled back');
+      })
+      .catch(() => {});
+    await drainAll();
+    expect(receiver.requests).toEqual([]);
+    await app.deps.db.transaction().execute(async (trx) => {
+      await queueProjectHooks(trx, project.id, 'merge_requests_events', payload, { branch: 'main' });
+      await queueProjectHooks(trx, project.id, 'pipeline_events', { object_kind: 'pipeline' });
+    });
+    await drainAll();
+    expect(
+      receiver.requests.map((r) => `${r.path} ${r.headers['x-gitlab-event']} ${r.json.object_kind}`).sort(),
+    ).toEqual(['/mr Merge Request Hook merge_request', '/pipes Pipeline Hook pipeline']);
   });
 
   it('POST /hooks/:hook_id/test/push_events sends a sample push now', async () => {
