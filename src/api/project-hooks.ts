@@ -5,7 +5,15 @@ import { paginateArray, paginateQuery } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { presentHookDelivery, presentProjectHook } from '../presenters/project-hook.js';
-import { countHookDeliveries, listHookDeliveries, testHook } from '../services/hook-tests.js';
+import {
+  countHookDeliveries,
+  findHookDelivery,
+  HOOK_EVENT_STATUS_CLASSES,
+  HOOK_EVENTS_WINDOW_DAYS,
+  listHookDeliveries,
+  resendDelivery,
+  testHook,
+} from '../services/hook-log.js';
 import {
   BRANCH_FILTER_STRATEGIES,
   createHook,
@@ -128,22 +136,49 @@ export function registerProjectHookRoutes(api: ApiRouter): void {
   api.get(
     '/projects/:id/hooks/:hook_id/events',
     {
-      summary: 'List the deliveries of a project hook, newest first',
+      summary: 'List the deliveries of a project hook of the last 7 days, newest first',
       auth: 'required',
-      params: z.object({ id: p.string(), hook_id: p.id(), ...pagination() }),
+      params: z.object({
+        id: p.string(),
+        hook_id: p.id(),
+        status: p.array(z.union([z.enum(HOOK_EVENT_STATUS_CLASSES), z.string().regex(/^[1-5][0-9][0-9]$/)])).optional(),
+        ...pagination(),
+      }),
       tags,
     },
     async (ctx, params) => {
       const { hook } = await loadHook(ctx, params.id, params.hook_id);
       const deps = ctx.state.deps;
+      const filter = {
+        owner: { webHookId: hook.id },
+        status: params.status,
+        since: new Date(deps.clock.now().getTime() - HOOK_EVENTS_WINDOW_DAYS * 86_400_000),
+      };
       const rows = await paginateQuery(
         ctx,
         deps.config.baseUrl,
         params,
-        (w) => listHookDeliveries(deps, { webHookId: hook.id }, w),
-        (cap) => countHookDeliveries(deps, { webHookId: hook.id }, cap),
+        (w) => listHookDeliveries(deps, filter, w),
+        (cap) => countHookDeliveries(deps, filter, cap),
       );
       ctx.body = rows.map(presentHookDelivery);
+    },
+  );
+
+  api.post(
+    '/projects/:id/hooks/:hook_id/events/:hook_log_id/resend',
+    {
+      summary: 'Send a logged delivery of a project hook again',
+      auth: 'required',
+      params: z.object({ id: p.string(), hook_id: p.id(), hook_log_id: p.id() }),
+      tags,
+    },
+    async (ctx, params) => {
+      const { hook } = await loadHook(ctx, params.id, params.hook_id);
+      const deps = ctx.state.deps;
+      const delivery = await findHookDelivery(deps, hook.id, params.hook_log_id);
+      if (!delivery) throw recordNotFound();
+      created(ctx, { response_status: await resendDelivery(deps, hook, delivery) });
     },
   );
 

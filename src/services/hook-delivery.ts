@@ -10,7 +10,7 @@ import { buildPushPayload, type PushChange } from './hook-payloads.js';
 import { INTEGRATION_KINDS } from './integration-catalog.js';
 import { eventEnabled } from './integrations.js';
 import { outboundOptions } from './outbound.js';
-import { branchFilterMatches, HOOK_TRIGGERS, type HookTrigger, openWith } from './webhooks.js';
+import { branchFilterMatches, HOOK_LOG_NAMES, HOOK_TRIGGERS, type HookTrigger, openWith } from './webhooks.js';
 
 export const WEBHOOK_DELIVERY_JOB = 'webhook_delivery';
 export const INTEGRATION_DELIVERY_JOB = 'integration_delivery';
@@ -129,7 +129,7 @@ async function logDelivery(
       project_id: record.projectId,
       web_hook_id: record.webHookId ?? null,
       integration_id: record.integrationId ?? null,
-      trigger: record.trigger,
+      trigger: HOOK_LOG_NAMES[record.trigger as HookTrigger] ?? record.trigger,
       url: record.url,
       attempt: record.attempt,
       state,
@@ -161,7 +161,7 @@ export async function sendLogged(
   deps: Deps,
   record: Omit<DeliveryRecord, 'requestHeaders'>,
   request: { method?: string; headers: Record<string, string>; body?: string; verifyTls?: boolean },
-): Promise<void> {
+): Promise<number> {
   const started = process.hrtime.bigint();
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
   const full = { ...record, requestHeaders: loggedHeaders(request.headers) };
@@ -196,6 +196,7 @@ export async function sendLogged(
     seconds: seconds(),
   });
   if (!ok) throw new DeliveryFailed(`${record.url} answered ${response.status}`);
+  return response.status;
 }
 
 /** A hook's own UUID, the same in every delivery (derived from the instance and the hook id). */

@@ -8,7 +8,7 @@ import type { Deps } from './deps.js';
 import { sendLogged } from './hook-delivery.js';
 import { INTEGRATION_KINDS, type IntegrationKind } from './integration-catalog.js';
 import { eventEnabled, settingsForDelivery, splitEmails } from './integrations.js';
-import { HOOK_TRIGGERS, type HookTrigger } from './webhooks.js';
+import { HOOK_LOG_NAMES, HOOK_TRIGGERS, type HookTrigger } from './webhooks.js';
 
 /** One event for one integration, as the delivery job carries it. */
 export interface IntegrationEvent {
@@ -233,7 +233,7 @@ async function sendMail(
       .values({
         project_id: ctx.project.id,
         integration_id: ctx.integration.id,
-        trigger: ctx.event.trigger,
+        trigger: HOOK_LOG_NAMES[ctx.event.trigger] ?? ctx.event.trigger,
         url: `mailto:${mail.to.join(',')}`,
         attempt: ctx.attempt,
         state,

@@ -53,6 +53,25 @@ export const HOOK_TRIGGERS = {
 } as const satisfies Partial<Record<HookEventFlag, string>>;
 export type HookTrigger = keyof typeof HOOK_TRIGGERS;
 
+/** The name the delivery log gives each trigger, GitLab's hook names (`push_hooks`). */
+export const HOOK_LOG_NAMES: Record<HookTrigger, string> = {
+  push_events: 'push_hooks',
+  tag_push_events: 'tag_push_hooks',
+  merge_requests_events: 'merge_request_hooks',
+  pipeline_events: 'pipeline_hooks',
+  job_events: 'job_hooks',
+  issues_events: 'issue_hooks',
+  note_events: 'note_hooks',
+  deployment_events: 'deployment_hooks',
+  releases_events: 'release_hooks',
+  wiki_page_events: 'wiki_page_hooks',
+};
+
+/** The trigger a delivery log row names, or undefined for a name Depot does not know. */
+export function triggerOfLogName(name: string): HookTrigger | undefined {
+  return (Object.keys(HOOK_LOG_NAMES) as HookTrigger[]).find((t) => HOOK_LOG_NAMES[t] === name);
+}
+
 export const BRANCH_FILTER_STRATEGIES = ['wildcard', 'regex', 'all_branches'] as const;
 export type BranchFilterStrategy = (typeof BRANCH_FILTER_STRATEGIES)[number];
 

@@ -372,7 +372,7 @@ describe('push hooks delivered', () => {
     expect(events.status).toBe(200);
     expect(events.body).toHaveLength(1);
     expect(events.body[0]).toMatchObject({
-      trigger: 'push_events',
+      trigger: 'push_hooks',
       response_status: '200',
       state: 'delivered',
       attempt: 1,
@@ -454,6 +454,30 @@ describe('push hooks delivered', () => {
       '1 retrying',
     ]);
     expect(events.body[0]).toMatchObject({ response_status: '500', response_body: 'failed' });
+    const filter = (status: string[]) =>
+      app.request(`/projects/${project.id}/hooks/${hook.id}/events`, { token: ownerToken, query: { status } });
+    expect((await filter(['server_failure'])).body).toHaveLength(4);
+    expect((await filter(['500'])).body).toHaveLength(4);
+    expect((await filter(['successful', 'client_failure'])).body).toHaveLength(0);
+    expect((await filter(['teapot'])).status).toBe(400);
+
+    // Resent by hand once the receiver is back: the same payload, logged as a new try.
+    receiver.status = 200;
+    const resend = await app.request(`/projects/${project.id}/hooks/${hook.id}/events/${events.body[0].id}/resend`, {
+      method: 'POST',
+      token: ownerToken,
+    });
+    expect(resend.status, resend.text).toBe(201);
+    expect(resend.body).toEqual({ response_status: 200 });
+    expect(receiver.requests).toHaveLength(5);
+    expect(receiver.requests[4]!.json).toEqual(receiver.requests[0]!.json);
+    expect(receiver.requests[4]!.headers['x-gitlab-event']).toBe('Push Hook');
+    expect((await filter(['successful'])).body).toHaveLength(1);
+    const unknown = await app.request(`/projects/${project.id}/hooks/${hook.id}/events/999999/resend`, {
+      method: 'POST',
+      token: ownerToken,
+    });
+    expect(unknown.status).toBe(404);
   });
 
   it.skipIf(lacks(OPENSSL))('enable_ssl_verification: an untrusted certificate fails unless it is off', async () => {
@@ -580,8 +604,13 @@ describe('push hooks delivered', () => {
       .where('kind', '=', DELIVERY_LOG_PRUNE_SCHEDULE.kind)
       .execute();
     await worker.drain();
-    const events = await app.request(`/projects/${project.id}/hooks/${hook.id}/events`, { token: ownerToken });
-    expect(events.body).toHaveLength(1);
+    const left = await app.deps.db
+      .selectFrom('hook_deliveries')
+      .select('created_at')
+      .where('web_hook_id', '=', hook.id)
+      .execute();
+    expect(left).toHaveLength(1);
+    expect(left[0]!.created_at.getTime()).toBeGreaterThan(app.clock.now().getTime() - 90 * 86_400_000);
     const next = await app.deps.db
       .selectFrom('jobs')
       .select('run_at')
