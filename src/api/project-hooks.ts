@@ -12,6 +12,7 @@ import {
   HOOK_EVENTS_WINDOW_DAYS,
   listHookDeliveries,
   resendDelivery,
+  TEST_TRIGGERS,
   testHook,
 } from '../services/hook-log.js';
 import {
@@ -187,7 +188,7 @@ export function registerProjectHookRoutes(api: ApiRouter): void {
     {
       summary: 'Send a test event to a project hook',
       auth: 'required',
-      params: z.object({ id: p.string(), hook_id: p.id(), trigger: p.enum(['push_events', 'tag_push_events']) }),
+      params: z.object({ id: p.string(), hook_id: p.id(), trigger: p.enum(TEST_TRIGGERS) }),
       tags,
     },
     async (ctx, params) => {

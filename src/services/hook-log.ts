@@ -116,6 +116,37 @@ export async function samplePushPayload(deps: Deps, project: Project, user: User
   });
 }
 
+/** The triggers GitLab's hook test takes; Depot has sample data for pushes and tag pushes. */
+export const TEST_TRIGGERS = [
+  'push_events',
+  'tag_push_events',
+  'note_events',
+  'issues_events',
+  'confidential_issues_events',
+  'merge_requests_events',
+  'job_events',
+  'pipeline_events',
+  'wiki_page_events',
+  'releases_events',
+  'emoji_events',
+  'resource_access_token_events',
+] as const;
+export type TestTrigger = (typeof TEST_TRIGGERS)[number];
+
+/** GitLab's answer when a project has nothing to build a sample of. */
+const NO_SAMPLE: Partial<Record<TestTrigger, string>> = {
+  note_events: 'Ensure the project has notes.',
+  issues_events: 'Ensure the project has issues.',
+  confidential_issues_events: 'Ensure the project has issues.',
+  merge_requests_events: 'Ensure the project has merge requests.',
+  job_events: 'Ensure the project has CI jobs.',
+  pipeline_events: 'Ensure the project has CI pipelines.',
+  wiki_page_events: 'Ensure the wiki is enabled and has pages.',
+  releases_events: 'Ensure the project has releases.',
+  emoji_events: 'Ensure the project has notes.',
+  resource_access_token_events: 'Ensure the project has access tokens.',
+};
+
 /**
  * Sends a sample event to a hook now and answers with how it went (GitLab's
  * `POST /projects/:id/hooks/:hook_id/test/:trigger`): a non-2xx answer is a 422.
@@ -125,8 +156,12 @@ export async function testHook(
   project: Project,
   user: User,
   hook: WebHook,
-  trigger: HookTrigger,
+  requested: TestTrigger,
 ): Promise<void> {
+  if (requested !== 'push_events' && requested !== 'tag_push_events') {
+    throw unprocessable(NO_SAMPLE[requested] ?? 'Testing not available for this hook');
+  }
+  const trigger: HookTrigger = requested;
   const data = await samplePushPayload(deps, project, user);
   const headers = webhookHeaders(deps, hook, trigger, { eventId: randomUUID(), idempotencyKey: randomUUID() });
   try {

@@ -665,6 +665,12 @@ describe('push hooks delivered', () => {
       token: ownerToken,
     });
     expect(failed.status).toBe(422);
+    const noMrs = await app.request(`/projects/${project.id}/hooks/${hook.id}/test/merge_requests_events`, {
+      method: 'POST',
+      token: ownerToken,
+    });
+    expect(noMrs.status).toBe(422);
+    expect(noMrs.body).toEqual({ message: 'Ensure the project has merge requests.' });
     const bad = await app.request(`/projects/${project.id}/hooks/${hook.id}/test/nothing`, {
       method: 'POST',
       token: ownerToken,
