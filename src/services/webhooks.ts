@@ -219,13 +219,33 @@ export async function deleteHook(deps: Deps, hook: WebHook): Promise<void> {
   await deps.db.deleteFrom('web_hooks').where('id', '=', hook.id).execute();
 }
 
-/** A glob of GitLab's wildcard filter (`*` matches anything, also `/`) as a regular expression. */
-function wildcardMatches(pattern: string, branch: string): boolean {
-  const source = pattern
-    .split('*')
-    .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    .join('.*');
-  return new RegExp(`^${source}$`).test(branch);
+/**
+ * GitLab's wildcard filter: `*` matches any run of characters (`/` too), everything else itself.
+ * The two-pointer glob match: linear-ish, no backtracking blow-up whatever the pattern.
+ */
+export function wildcardMatches(pattern: string, text: string): boolean {
+  let p = 0;
+  let t = 0;
+  let star = -1;
+  let resume = 0;
+  while (t < text.length) {
+    if (p < pattern.length && pattern[p] !== '*' && pattern[p] === text[t]) {
+      p += 1;
+      t += 1;
+    } else if (p < pattern.length && pattern[p] === '*') {
+      star = p;
+      resume = t;
+      p += 1;
+    } else if (star >= 0) {
+      p = star + 1;
+      resume += 1;
+      t = resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.length && pattern[p] === '*') p += 1;
+  return p === pattern.length;
 }
 
 /**
