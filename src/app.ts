@@ -11,12 +11,15 @@ import { registerBranchRoutes } from './api/branches.js';
 import { registerChangelogRoutes } from './api/changelog.js';
 import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
+import { registerDependencyRoutes } from './api/dependencies.js';
+import { registerErrorTrackingRoutes } from './api/error-tracking.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
 import { registerIntegrationRoutes } from './api/integrations.js';
 import { registerMemberRoutes } from './api/members.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
+import { registerPagesDomainRoutes } from './api/pages-domains.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectHookRoutes } from './api/project-hooks.js';
 import { registerProjectRoutes } from './api/projects.js';
@@ -37,6 +40,7 @@ import { registerJobMetrics } from './jobs/metrics.js';
 import type { Deps } from './services/deps.js';
 import { archiveCache, registerArchiveCacheMetrics } from './storage/archive-cache.js';
 import { DEPOT_VERSION } from './version.js';
+import { errorTrackingPage } from './web/error-tracking.js';
 import { gitHttp } from './web/git-http.js';
 import { gitLfs } from './web/git-lfs.js';
 import { webPages } from './web/pages.js';
@@ -68,6 +72,9 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerTagWriteRoutes,
   registerChangelogRoutes,
   registerApplicationSettingsRoutes,
+  registerPagesDomainRoutes,
+  registerErrorTrackingRoutes,
+  registerDependencyRoutes,
   registerPlanLimitRoutes,
   registerAuditEventRoutes,
   registerStorageMoveRoutes,
@@ -156,6 +163,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
   app.use(beside(oauthRoutes()));
   app.use(beside(webPages()));
   app.use(beside(rawFiles() as Middleware<AppState>));
+  app.use(beside(errorTrackingPage() as Middleware<AppState>));
   app.use(beside(gitLfs() as Middleware<AppState>));
   app.use(beside(gitHttp() as Middleware<AppState>));
   app.use(api.routes());

@@ -1,14 +1,17 @@
 import fs from 'node:fs/promises';
+import path from 'node:path';
 import { Command } from 'commander';
 import { ConfigError, loadConfig } from './config.js';
 import { findUserByUsername } from './db/queries/users.js';
 import type { StorageMove } from './db/schema.js';
+import { ApiError } from './http/errors.js';
 import { JOB_KINDS } from './jobs/kinds.js';
 import { Worker } from './jobs/worker.js';
 import { LockedError } from './lib/lock-file.js';
 import { progressBar } from './lib/progress-bar.js';
 import { createLogger, openRuntime, type Runtime } from './runtime.js';
 import { refreshAllBillableMembers } from './services/billable-members.js';
+import { type ImportResult, importAdvisories, parseAdvisoryText } from './services/dependencies/advisories.js';
 import {
   type Directory,
   DirectoryError,
@@ -230,6 +233,45 @@ ldap
         if (r.unknown.length > 0) process.stdout.write(`  no such users: ${r.unknown.join(', ')}\n`);
         if (r.keptLastOwner.length > 0) process.stdout.write(`  kept as last Owner: ${r.keptLastOwner.join(', ')}\n`);
       }
+    }),
+  );
+
+const advisories = program.command('advisories').description('security advisories for the dependency list');
+advisories
+  .command('import')
+  .description(
+    'import OSV advisories: JSON files (one record, an array, or one record per line) or directories of them',
+  )
+  .argument('<paths...>', 'files or directories')
+  .action((paths: string[]) =>
+    withRuntime(async ({ deps }) => {
+      const files: string[] = [];
+      for (const given of paths) {
+        const stat = await fs.stat(given).catch(() => null);
+        if (!stat) throw new CliError(`${given}: no such file or directory`);
+        if (!stat.isDirectory()) files.push(given);
+        else {
+          for (const name of (await fs.readdir(given)).sort()) {
+            if (name.endsWith('.json')) files.push(path.join(given, name));
+          }
+        }
+      }
+      let records: unknown[] = [];
+      for (const file of files) {
+        try {
+          records = records.concat(parseAdvisoryText(await fs.readFile(file, 'utf8')));
+        } catch (error) {
+          throw new CliError(`${file}: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      }
+      let result: ImportResult;
+      try {
+        result = await importAdvisories(deps.db, records);
+      } catch (error) {
+        if (error instanceof ApiError) throw new CliError(JSON.stringify(error.body.message));
+        throw error;
+      }
+      process.stdout.write(`${result.imported} advisories imported, ${result.skipped} skipped\n`);
     }),
   );
 

@@ -41,6 +41,13 @@ export interface Config {
   smtpUrl: string | undefined;
   /** SMTP_FROM: the sender address of Depot's mail (GitLab's `email_from`); default `depot@<BASE_URL host>`. */
   emailFrom: string;
+  /**
+   * PAGES_HOST: the instance's own Pages domain (GitLab's `pages.host`); custom domains under it
+   * are refused. Default: BASE_URL's host name.
+   */
+  pagesHost: string;
+  /** DNS_SERVERS: resolvers for Pages domain verification (`ip[:port]`, comma separated); default the system's. */
+  dnsServers: string[];
 }
 
 /** ARCHIVE_CACHE_MAX when unset: room for a few hundred release archives. */
@@ -159,6 +166,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       throw new ConfigError('DEPOT_SECRET_KEY must be 32 bytes, as 64 hex digits or base64');
     }
   }
+  const pagesHost = (env.PAGES_HOST || new URL(baseUrl).hostname).toLowerCase();
+  const dnsServers = (env.DNS_SERVERS ?? '')
+    .split(',')
+    .map((server) => server.trim())
+    .filter(Boolean);
   return {
     port: port.data,
     host,
@@ -178,5 +190,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
     secretKey,
     smtpUrl,
     emailFrom: env.SMTP_FROM || `depot@${new URL(baseUrl).hostname}`,
+    pagesHost,
+    dnsServers,
   };
 }

@@ -9,6 +9,7 @@ import { scheduleHookJobs } from './jobs/hooks.js';
 import { JOB_KINDS } from './jobs/kinds.js';
 import { scheduleMemberJobs } from './jobs/members.js';
 import { scheduleOauthJobs } from './jobs/oauth.js';
+import { schedulePagesDomainsJob } from './jobs/pages-domains.js';
 import { releaseDeadWorkers } from './jobs/queue.js';
 import { Worker } from './jobs/worker.js';
 import { LockedError } from './lib/lock-file.js';
@@ -61,6 +62,7 @@ async function main(): Promise<void> {
   await scheduleMemberJobs(runtime.deps);
   await scheduleOauthJobs(runtime.deps);
   await scheduleDormantUsersJob(runtime.deps);
+  await schedulePagesDomainsJob(runtime.deps);
   await scheduleHookJobs(runtime.deps);
   logger.info({ git: gitVersion, database: runtime.database.kind, workers: config.workers }, 'Depot is starting');
   if (config.workers === 1) await serve(config, runtime, runtime.owner);

@@ -206,6 +206,12 @@ export interface DB {
   plan_limits: PlanLimitsTable;
   audit_events: AuditEventsTable;
   repository_housekeeping: RepositoryHousekeepingTable;
+  pages_domains: PagesDomainsTable;
+  error_tracking_settings: ErrorTrackingSettingsTable;
+  error_tracking_client_keys: ErrorTrackingClientKeysTable;
+  error_tracking_errors: ErrorTrackingErrorsTable;
+  error_tracking_error_events: ErrorTrackingErrorEventsTable;
+  security_advisories: SecurityAdvisoriesTable;
   web_hooks: WebHooksTable;
   integrations: IntegrationsTable;
   hook_deliveries: HookDeliveriesTable;
@@ -465,3 +471,90 @@ export interface BillableMemberRefreshesTable {
 }
 
 export type LdapGroupLink = Selectable<LdapGroupLinksTable>;
+
+export interface PagesDomainsTable {
+  id: Generated<number>;
+  project_id: number;
+  domain: string;
+  /** The PEM chain as given (leaf first). */
+  certificate: string | null;
+  /** `openssl x509 -noout -text` of the leaf, made when the certificate is saved. */
+  certificate_text: string | null;
+  /** The private key, sealed with the instance key (src/lib/secret-box.ts). */
+  key_sealed: string | null;
+  certificate_source: Generated<'user_provided' | 'gitlab_provided'>;
+  certificate_valid_not_before: NullableTimestamp;
+  certificate_valid_not_after: NullableTimestamp;
+  auto_ssl_enabled: Generated<boolean>;
+  verification_code: string;
+  verified_at: NullableTimestamp;
+  enabled_until: NullableTimestamp;
+  /** When a domain that failed verification past its grace period goes (GitLab's REMOVAL_DELAY). */
+  remove_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type PagesDomain = Selectable<PagesDomainsTable>;
+
+export interface ErrorTrackingSettingsTable {
+  project_id: number;
+  enabled: boolean;
+  integrated: boolean;
+  api_url: string | null;
+  project_name: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type ErrorTrackingSetting = Selectable<ErrorTrackingSettingsTable>;
+
+export interface ErrorTrackingClientKeysTable {
+  id: Generated<number>;
+  project_id: number;
+  active: Generated<boolean>;
+  public_key: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type ErrorTrackingClientKey = Selectable<ErrorTrackingClientKeysTable>;
+
+export interface ErrorTrackingErrorsTable {
+  id: Generated<number>;
+  project_id: number;
+  /** SHA-1 of name, description, actor and platform: what groups events into one error. */
+  fingerprint: string;
+  name: string;
+  description: string;
+  actor: string;
+  platform: string | null;
+  status: Generated<string>;
+  events_count: Generated<number>;
+  first_seen_at: Timestamp;
+  last_seen_at: Timestamp;
+}
+export type ErrorTrackingError = Selectable<ErrorTrackingErrorsTable>;
+
+export interface ErrorTrackingErrorEventsTable {
+  id: Generated<number>;
+  error_id: number;
+  description: string;
+  environment: string | null;
+  level: string | null;
+  occurred_at: Timestamp;
+  payload: Json<Record<string, unknown>>;
+}
+
+export interface SecurityAdvisoriesTable {
+  id: Generated<number>;
+  /** The OSV id (GHSA-…, PYSEC-…). */
+  osv_id: string;
+  ecosystem: string;
+  /** The package name as the ecosystem's advisories spell it (src/services/dependencies/versions.ts). */
+  package_name: string;
+  summary: string | null;
+  /** GitLab's severities: critical, high, medium, low, info or unknown. */
+  severity: string;
+  /** The OSV `affected` entries for this package. */
+  affected: Json<unknown[]>;
+  modified_at: NullableTimestamp;
+  withdrawn_at: NullableTimestamp;
+}

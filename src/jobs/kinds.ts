@@ -3,6 +3,7 @@ import { dormantUsersJob } from './dormant-users.js';
 import { HOOK_JOB_KINDS } from './hooks.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
+import { pagesDomainsVerificationJob, pagesDomainVerifyJob } from './pages-domains.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
 import { bulkStorageMoveJob, storageMoveJob } from './storage-move.js';
 import type { JobKind } from './worker.js';
@@ -18,5 +19,7 @@ export const JOB_KINDS: JobKind[] = [
   repositoryMaintenanceJob,
   archiveCacheCleanupJob,
   archiveCachePurgeJob,
+  pagesDomainsVerificationJob,
+  pagesDomainVerifyJob,
   ...HOOK_JOB_KINDS,
 ];

@@ -12,7 +12,12 @@ export type ProjectAbility =
   | 'change_visibility_level'
   | 'remove_project'
   | 'read_member'
-  | 'admin_member';
+  | 'admin_member'
+  | 'read_pages'
+  | 'update_pages'
+  | 'admin_operations'
+  | 'read_error_tracking'
+  | 'read_security_resource';
 
 export type GroupAbility =
   | 'read_group'
@@ -47,7 +52,14 @@ export function projectAllows(ability: ProjectAbility, project: Project, user: U
       return level >= AccessLevel.DEVELOPER && !project.archived;
     case 'admin_project':
     case 'admin_member':
+    case 'read_pages':
+    case 'update_pages':
+    case 'admin_operations':
       return level >= AccessLevel.MAINTAINER;
+    case 'read_error_tracking':
+      return level >= AccessLevel.REPORTER;
+    case 'read_security_resource':
+      return level >= AccessLevel.DEVELOPER;
     case 'change_visibility_level':
     case 'remove_project':
       return level >= AccessLevel.OWNER;

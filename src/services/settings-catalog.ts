@@ -197,6 +197,7 @@ export const SETTINGS: readonly SettingDefinition[] = [
   i('max_attachment_size', 10),
   i('max_import_size', 0),
   i('max_pages_size', 100),
+  b('pages_domain_verification_enabled', true),
   i('max_personal_access_token_lifetime', null),
   i('metrics_method_call_threshold', 10),
   b('mirror_available', true),

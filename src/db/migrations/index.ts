@@ -13,6 +13,7 @@ import * as m0011 from './0011-project-lfs-version.js';
 import * as m0012 from './0012-settings-plan-limits-audit.js';
 import * as m0013 from './0013-repository-housekeeping.js';
 import * as m0014 from './0014-default-branch-protection.js';
+import * as m0021 from './0021-pages-error-tracking.js';
 import * as m0022 from './0022-hooks-integrations.js';
 
 /** Every migration in order. Names never change once landed. */
@@ -31,5 +32,6 @@ export const migrations: Record<string, Migration> = {
   '0012-settings-plan-limits-audit': m0012,
   '0013-repository-housekeeping': m0013,
   '0014-default-branch-protection': m0014,
+  '0021-pages-error-tracking': m0021,
   '0022-hooks-integrations': m0022,
 };
