@@ -190,6 +190,11 @@ export function chatPayload(
           },
         ],
       };
+    case 'telegram':
+      return {
+        text: [render(message.summary, 'markdown'), ...message.lines.map((l) => render(l, 'markdown'))].join('\n'),
+        parse_mode: 'markdown',
+      };
     case 'webex':
       return {
         markdown: [render(message.summary, 'markdown'), ...message.lines.map((l) => render(l, 'markdown'))].join('\n'),

@@ -161,6 +161,8 @@ export async function sendLogged(
   deps: Deps,
   record: Omit<DeliveryRecord, 'requestHeaders'>,
   request: { method?: string; headers: Record<string, string>; body?: string; verifyTls?: boolean },
+  /** Where to send when it differs from the logged URL (a URL holding a secret is logged masked). */
+  targetUrl?: string,
 ): Promise<number> {
   const started = process.hrtime.bigint();
   const seconds = () => Number(process.hrtime.bigint() - started) / 1e9;
@@ -168,7 +170,7 @@ export async function sendLogged(
   let response: Awaited<ReturnType<typeof outboundRequest>>;
   try {
     response = await outboundRequest(
-      record.url,
+      targetUrl ?? record.url,
       {
         method: request.method ?? 'POST',
         headers: request.headers,

@@ -485,6 +485,7 @@ const KINDS: IntegrationKind[] = [
     slug: 'telegram',
     title: 'Telegram',
     fields: [
+      s('hostname', { target: true, default: 'https://api.telegram.org' }),
       s('token', { required: true, secret: true }),
       s('room', { required: true }),
       s('thread'),
@@ -492,7 +493,8 @@ const KINDS: IntegrationKind[] = [
       brokenOnly,
     ],
     events: CHAT_EVENTS,
-    delivery: 'none',
+    delivery: 'chat',
+    chat: 'telegram',
   },
   {
     slug: 'unify-circuit',

@@ -120,9 +120,10 @@ const record = (ctx: Context, url: string) => ({
 
 /** Posts the chat message the kind's service expects to its incoming webhook. */
 async function deliverChat(ctx: Context): Promise<void> {
+  const message = chatMessageFor(ctx.event.data);
+  if (ctx.kind.chat === 'telegram') return deliverTelegram(ctx, message);
   const url = String(ctx.settings.webhook ?? '');
   if (!url) return;
-  const message = chatMessageFor(ctx.event.data);
   const channelField = `${ctx.event.trigger.replace(/s?_events$/, '').replace(/^issues$/, 'issue')}_channel`;
   const channel = (ctx.settings[channelField] as string | null) || (ctx.settings.channel as string | null) || null;
   const body = chatPayload(ctx.kind.chat ?? 'plain_text', message, {
@@ -133,6 +134,25 @@ async function deliverChat(ctx: Context): Promise<void> {
     ctx.deps,
     { ...record(ctx, url), requestData: body },
     { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) },
+  );
+}
+
+/** Telegram's Bot API: `sendMessage` to the room (and topic thread) with the bot token in the path. */
+async function deliverTelegram(ctx: Context, message: ReturnType<typeof chatMessageFor>): Promise<void> {
+  const { settings } = ctx;
+  const base = trimSlash(String(settings.hostname || 'https://api.telegram.org'));
+  const url = `${base}/bot${encodeURIComponent(String(settings.token ?? ''))}/sendMessage`;
+  const body = {
+    chat_id: settings.room,
+    ...chatPayload('telegram', message),
+    ...(settings.thread ? { message_thread_id: Number(settings.thread) || settings.thread } : {}),
+  };
+  // The log shows the API's address without the token in it.
+  await sendLogged(
+    ctx.deps,
+    { ...record(ctx, `${base}/bot[REDACTED]/sendMessage`), requestData: body },
+    { headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) },
+    url,
   );
 }
 
@@ -162,8 +182,14 @@ async function triggerBuild(ctx: Context): Promise<void> {
       const url = new URL(`${trimSlash(String(settings.drone_url))}/hook`);
       url.searchParams.set('owner', namespace.full_path);
       url.searchParams.set('name', project.path);
+      const logged = url.href;
       url.searchParams.set('access_token', String(settings.token ?? ''));
-      await sendLogged(ctx.deps, record(ctx, url.href), { headers: hookHeaders, body: json, verifyTls });
+      await sendLogged(
+        ctx.deps,
+        record(ctx, `${logged}&access_token=[REDACTED]`),
+        { headers: hookHeaders, body: json, verifyTls },
+        url.href,
+      );
       return;
     }
     case 'bamboo': {
@@ -187,9 +213,15 @@ async function triggerBuild(ctx: Context): Promise<void> {
     case 'packagist': {
       const url = new URL(`${trimSlash(String(settings.server || 'https://packagist.org'))}/api/update-package`);
       url.searchParams.set('username', String(settings.username ?? ''));
+      const logged = url.href;
       url.searchParams.set('apiToken', String(settings.token ?? ''));
       const body = JSON.stringify({ repository: { url: `${ctx.deps.config.baseUrl}/${project.full_path}` } });
-      await sendLogged(ctx.deps, record(ctx, url.href), { headers: { 'Content-Type': 'application/json' }, body });
+      await sendLogged(
+        ctx.deps,
+        record(ctx, `${logged}&apiToken=[REDACTED]`),
+        { headers: { 'Content-Type': 'application/json' }, body },
+        url.href,
+      );
       return;
     }
     case 'teamcity': {

@@ -312,6 +312,17 @@ describe('integration delivery', () => {
         .status,
     ).toBe(200);
 
+    expect(
+      (
+        await put(project, 'telegram', {
+          hostname: `${receiver.url}/telegram`,
+          token: '123:tele-token',
+          room: '@depot',
+          thread: '7',
+        })
+      ).status,
+    ).toBe(200);
+
     const before = await git(['rev-parse', 'HEAD'], dir);
     const sha = await commitFile(dir, 'notes.txt', 'line one\nline = two\n', 'Add notes\n\nLonger body.');
     await git(['push', '--quiet', 'origin', 'HEAD'], dir);
@@ -365,14 +376,23 @@ describe('integration delivery', () => {
     expect(mail.text).toContain(`${app.baseUrl}/${project.full_path}/-/commit/${sha}`);
     expect(mail.text).toContain('+line = two');
 
+    const telegram = byPath('/telegram')[0]!;
+    expect(telegram.path).toBe(`/telegram/bot${encodeURIComponent('123:tele-token')}/sendMessage`);
+    expect(telegram.json).toMatchObject({ chat_id: '@depot', message_thread_id: 7, parse_mode: 'markdown' });
+    expect(telegram.json.text).toContain(`Ivy Owner pushed to branch [${branch}]`);
+
     // Secrets never reach the log in clear.
     const logs = await app.deps.db
       .selectFrom('hook_deliveries')
       .selectAll()
       .where('project_id', '=', project.id)
       .execute();
-    expect(logs.length).toBeGreaterThanOrEqual(10);
-    expect(JSON.stringify(logs.map((l) => l.request_headers))).not.toContain(Buffer.from('ci:pw').toString('base64'));
+    expect(logs.length).toBeGreaterThanOrEqual(11);
+    const logged = JSON.stringify(logs.map((l) => [l.url, l.request_headers]));
+    expect(logged).toContain('access_token=[REDACTED]');
+    for (const secret of [Buffer.from('ci:pw').toString('base64'), 'drone-token', 'pk-token', 'tele-token']) {
+      expect(logged).not.toContain(secret);
+    }
   });
 
   it('honours event flags, branches_to_be_notified, disable_diffs and tag pushes for e-mail', async () => {
