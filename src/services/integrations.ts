@@ -89,7 +89,8 @@ export async function saveIntegration(
     field.secret ? secrets[field.name] !== undefined : !isBlank(properties[field.name]);
 
   const missing = kind.fields
-    .filter((f) => f.required && isBlank(params[f.name]) && !stored(f))
+    // A required setting may be left out when stored; sent empty, it is missing (a blank secret keeps the stored one).
+    .filter((f) => f.required && isBlank(params[f.name]) && (!stored(f) || (params[f.name] === '' && !f.secret)))
     .map((f) => `${f.name} is missing`);
   if (missing.length > 0) throw paramError(missing);
 

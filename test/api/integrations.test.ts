@@ -226,6 +226,16 @@ describe('integration settings', () => {
     expect(refused.body).toEqual({
       message: { webhook: [expect.stringMatching(/^is blocked: Requests to localhost are not allowed/)] },
     });
+    // A stored required setting cannot be emptied.
+    await allowLocal();
+    expect((await put(project, 'drone-ci', { drone_url: `${receiver.url}/drone`, token: 't' })).status).toBe(200);
+    const emptied = await put(project, 'drone-ci', { drone_url: '' });
+    expect(emptied.status).toBe(400);
+    expect(emptied.body).toEqual({ error: 'drone_url is missing' });
+    const keptSecret = await put(project, 'drone-ci', { token: '' });
+    expect(keptSecret.status).toBe(200);
+    expect(keptSecret.body.properties.drone_url).toBe(`${receiver.url}/drone`);
+    await app.deps.db.deleteFrom('integrations').where('project_id', '=', project.id).execute();
     const unknown = await app.request(`/projects/${project.id}/integrations/no-such-thing`, { token: ownerToken });
     expect(unknown.status).toBe(400);
     const never = await app.request(`/projects/${project.id}/integrations/asana`, { token: ownerToken });
