@@ -6,6 +6,7 @@
 
 import * as archives from './archives.js';
 import * as changelog from './changelog.js';
+import * as events from './events.js';
 import * as gitHttp from './git-http.js';
 import { type Measurement, report } from './harness.js';
 import * as repository from './repository.js';
@@ -23,6 +24,7 @@ const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   changelog,
   'storage-move': storageMove,
   archives,
+  events,
 };
 
 const wanted = process.argv.slice(2);

@@ -13,6 +13,7 @@ import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
 import { registerDependencyRoutes } from './api/dependencies.js';
 import { registerErrorTrackingRoutes } from './api/error-tracking.js';
+import { registerEventRoutes } from './api/events.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
 import { registerIntegrationRoutes } from './api/integrations.js';
@@ -29,6 +30,7 @@ import { registerStorageMoveRoutes } from './api/storage-moves.js';
 import { registerTagWriteRoutes } from './api/tag-writes.js';
 import { registerTagRoutes } from './api/tags.js';
 import { registerTokenRoutes } from './api/tokens.js';
+import { registerUserLifecycleRoutes } from './api/user-lifecycle.js';
 import { registerUserRoutes } from './api/users.js';
 import { registerVersionRoutes } from './api/version.js';
 import type { AppState } from './http/context.js';
@@ -56,6 +58,7 @@ const isGrapePath = (path: string) => path === '/api' || path.startsWith('/api/'
 export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerVersionRoutes,
   registerUserRoutes,
+  registerUserLifecycleRoutes,
   registerTokenRoutes,
   registerNamespaceRoutes,
   registerGroupRoutes,
@@ -81,6 +84,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerMemberRoutes,
   registerAccessRequestRoutes,
   registerApplicationRoutes,
+  registerEventRoutes,
   registerProjectHookRoutes,
   registerIntegrationRoutes,
 ];

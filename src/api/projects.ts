@@ -370,66 +370,87 @@ function listOrder(params: z.output<typeof listParams>, signedIn: boolean): Proj
   return params.order_by as ProjectOrder;
 }
 
-export function registerProjectRoutes(api: ApiRouter): void {
-  api.get('/projects', { summary: 'List projects', params: listParams }, async (ctx, params) => {
-    const deps = ctx.state.deps;
-    const user = ctx.state.actor.user;
-    const admin = user?.admin ?? false;
-    const keyset = params.pagination === 'keyset';
-    if (keyset && params.order_by !== 'id') {
-      throw new ApiError(405, { error: 'Keyset pagination is not yet available for this type of request' });
+/** GET /projects's parameters, shared with GET /users/:user_id/projects. */
+export const projectListParams = listParams;
+
+/**
+ * GET /projects (and, with `namespaceIds`, GET /users/:user_id/projects: the same filters on
+ * one user's personal projects): the projects the caller may see, paginated and presented.
+ */
+export async function respondWithProjectList(
+  ctx: AppContext,
+  params: z.output<typeof listParams>,
+  scope: { namespaceIds?: number[] } = {},
+): Promise<void> {
+  const deps = ctx.state.deps;
+  const user = ctx.state.actor.user;
+  const admin = user?.admin ?? false;
+  const keyset = params.pagination === 'keyset';
+  if (keyset && params.order_by !== 'id') {
+    throw new ApiError(405, { error: 'Keyset pagination is not yet available for this type of request' });
+  }
+  const orderBy = listOrder(params, user !== null);
+  const filter: ProjectFilter = {
+    viewer: viewerOf(ctx),
+    owned: params.owned,
+    // Ordering by similarity limits the list to the caller's own projects, as GitLab does.
+    membership: params.membership || orderBy === 'similarity',
+    minAccessLevel: params.min_access_level,
+    search: params.search,
+    searchNamespaces: params.search_namespaces,
+    visibility: params.visibility,
+    archived: params.archived,
+    topic: params.topic,
+    repositoryStorage: admin ? params.repository_storage : undefined,
+    idAfter: params.id_after,
+    idBefore: params.id_before,
+    lastActivityAfter: params.last_activity_after,
+    lastActivityBefore: params.last_activity_before,
+    orderBy,
+    sort: params.sort,
+  };
+  if (scope.namespaceIds) {
+    // GitLab's PersonalProjectsFinder takes the place of the collection that `owned`,
+    // `membership` and `min_access_level` choose, so those are ignored for one user's projects.
+    filter.namespaceIds = scope.namespaceIds;
+    filter.owned = false;
+    filter.membership = false;
+    filter.minAccessLevel = undefined;
+  }
+  // Depot has no stars yet: a signed-in caller has starred nothing; GitLab ignores it for anonymous callers.
+  if (params.starred && user) filter.namespaceIds = [];
+  let projects: Project[];
+  if (keyset) {
+    projects = await listProjects(deps.db, filter, { limit: params.per_page, offset: 0 });
+    ctx.set('X-Per-Page', String(params.per_page));
+    // GitLab's keyset pager links to the next page whenever this one has a last record.
+    const last = projects[projects.length - 1];
+    if (last) {
+      const url = new URL(pageUrl(ctx, deps.config.baseUrl, 1, params.per_page));
+      url.searchParams.delete('id_after');
+      url.searchParams.delete('id_before');
+      url.searchParams.set(params.sort === 'asc' ? 'id_after' : 'id_before', String(last.id));
+      url.searchParams.delete('page');
+      ctx.set('Link', `<${url.toString()}>; rel="next"`);
     }
-    const orderBy = listOrder(params, user !== null);
-    const filter: ProjectFilter = {
-      viewer: viewerOf(ctx),
-      owned: params.owned,
-      // Ordering by similarity limits the list to the caller's own projects, as GitLab does.
-      membership: params.membership || orderBy === 'similarity',
-      minAccessLevel: params.min_access_level,
-      search: params.search,
-      searchNamespaces: params.search_namespaces,
-      visibility: params.visibility,
-      archived: params.archived,
-      topic: params.topic,
-      repositoryStorage: admin ? params.repository_storage : undefined,
-      idAfter: params.id_after,
-      idBefore: params.id_before,
-      lastActivityAfter: params.last_activity_after,
-      lastActivityBefore: params.last_activity_before,
-      orderBy,
-      sort: params.sort,
-    };
-    // Depot has no stars yet: a signed-in caller has starred nothing; GitLab ignores it for anonymous callers.
-    if (params.starred && user) filter.namespaceIds = [];
-    let projects: Project[];
-    if (keyset) {
-      projects = await listProjects(deps.db, filter, { limit: params.per_page, offset: 0 });
-      ctx.set('X-Per-Page', String(params.per_page));
-      // GitLab's keyset pager links to the next page whenever this one has a last record.
-      const last = projects[projects.length - 1];
-      if (last) {
-        const url = new URL(pageUrl(ctx, deps.config.baseUrl, 1, params.per_page));
-        url.searchParams.delete('id_after');
-        url.searchParams.delete('id_before');
-        url.searchParams.set(params.sort === 'asc' ? 'id_after' : 'id_before', String(last.id));
-        url.searchParams.delete('page');
-        ctx.set('Link', `<${url.toString()}>; rel="next"`);
-      }
-    } else {
-      projects = await paginateQuery(
-        ctx,
-        deps.config.baseUrl,
-        params,
-        (w) => listProjects(deps.db, filter, w),
-        (cap) => countProjects(deps.db, filter, cap),
-      );
-    }
-    const views = await buildProjectViews(deps, user, projects);
-    const pc = { baseUrl: deps.config.baseUrl };
-    ctx.body = views.map((v) =>
-      !user || params.simple ? presentBasicProject(v, pc) : presentProjectWithAccess(v, pc),
+  } else {
+    projects = await paginateQuery(
+      ctx,
+      deps.config.baseUrl,
+      params,
+      (w) => listProjects(deps.db, filter, w),
+      (cap) => countProjects(deps.db, filter, cap),
     );
-  });
+  }
+  const views = await buildProjectViews(deps, user, projects);
+  const pc = { baseUrl: deps.config.baseUrl };
+  ctx.body = views.map((v) => (!user || params.simple ? presentBasicProject(v, pc) : presentProjectWithAccess(v, pc)));
+}
+
+export function registerProjectRoutes(api: ApiRouter): void {
+  api.get('/projects', { summary: 'List projects', params: listParams }, (ctx, params) =>
+    respondWithProjectList(ctx, params),
+  );
 
   api.get(
     '/projects/:id',

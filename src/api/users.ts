@@ -155,7 +155,7 @@ async function highestRole(deps: Deps, userId: number): Promise<number> {
  * GitLab declares `/users/:id` with a digits-only requirement on `:id`: anything else does not
  * match the route and falls through to the API's catch-all 404.
  */
-function userIdFromPath(id: string): string {
+export function userIdFromPath(id: string): string {
   if (!/^\d+$/.test(id)) throw new ApiError(404, { error: '404 Not Found' });
   return id;
 }
@@ -195,6 +195,7 @@ export function registerUserRoutes(api: ApiRouter): void {
       excludeExternal: params.exclude_external,
       excludeHumans: params.exclude_humans,
       searchEmails: admin,
+      withoutForbiddenStates: !admin,
       // A search without an explicit order ranks exact matches first; otherwise GitLab orders by
       // id DESC, maps created_at to id, and only administrators may choose.
       orderBy:

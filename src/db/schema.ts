@@ -8,8 +8,11 @@ type DateString = ColumnType<string | null, string | null | undefined, string | 
 type Json<T> = ColumnType<T, string, string>;
 
 export type Visibility = 'private' | 'internal' | 'public';
-/** GitLab's user states Depot has; `blocked_pending_approval` awaits an administrator after sign-up. */
-export type UserState = 'active' | 'blocked' | 'deactivated' | 'blocked_pending_approval';
+/**
+ * GitLab's user states Depot has; `blocked_pending_approval` awaits an administrator after sign-up.
+ * `blocked`, `blocked_pending_approval` and `banned` are GitLab's blocked states (`blocked?`).
+ */
+export type UserState = 'active' | 'blocked' | 'deactivated' | 'blocked_pending_approval' | 'banned';
 export type MemberSource = 'group' | 'project';
 
 export interface UsersTable {
@@ -49,6 +52,10 @@ export interface UsersTable {
   failed_attempts: Generated<number>;
   /** Set when the account was locked by too many wrong passwords; cleared on unlock. */
   locked_at: NullableTimestamp;
+  /** The one ghost user: holds what deleted users authored (GitLab's internal `ghost` user type). */
+  ghost: Generated<boolean>;
+  /** Set when an administrator deleted the user; the `delete_user` job then removes the row. */
+  deleting_at: NullableTimestamp;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -171,6 +178,8 @@ export interface EventsTable {
   group_id: number | null;
   target_type: string | null;
   target_id: number | null;
+  /** The target's number within its project (merge requests, issues); null when it has none. */
+  target_iid: Generated<number | null>;
   target_title: string | null;
   push_data: Json<Record<string, unknown> | null>;
   created_at: Timestamp;

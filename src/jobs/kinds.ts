@@ -1,11 +1,13 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
 import { dormantUsersJob } from './dormant-users.js';
+import { eventsPurgeJob, eventsRetentionJob } from './events.js';
 import { HOOK_JOB_KINDS } from './hooks.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
 import { pagesDomainsVerificationJob, pagesDomainVerifyJob } from './pages-domains.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
 import { bulkStorageMoveJob, storageMoveJob } from './storage-move.js';
+import { deleteUserJob } from './user-deletion.js';
 import type { JobKind } from './worker.js';
 
 /** Every job kind the server runs; a new kind of background work adds itself here. */
@@ -21,5 +23,8 @@ export const JOB_KINDS: JobKind[] = [
   archiveCachePurgeJob,
   pagesDomainsVerificationJob,
   pagesDomainVerifyJob,
+  eventsRetentionJob,
+  eventsPurgeJob,
+  deleteUserJob,
   ...HOOK_JOB_KINDS,
 ];

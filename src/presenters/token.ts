@@ -21,3 +21,13 @@ export function presentPersonalAccessToken(token: PersonalAccessToken, today: st
 export function presentPersonalAccessTokenWithToken(token: PersonalAccessToken, plaintext: string, today: string) {
   return { ...presentPersonalAccessToken(token, today), token: plaintext };
 }
+
+/** GitLab's ImpersonationToken entity: the personal access token entity and `impersonation`. */
+export function presentImpersonationToken(token: PersonalAccessToken, today: string) {
+  return { ...presentPersonalAccessToken(token, today), impersonation: token.impersonation };
+}
+
+/** ImpersonationTokenWithToken: with the plaintext, shown only at creation. */
+export function presentImpersonationTokenWithToken(token: PersonalAccessToken, plaintext: string, today: string) {
+  return { ...presentImpersonationToken(token, today), token: plaintext };
+}

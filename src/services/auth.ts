@@ -173,7 +173,8 @@ function checkUserMayUseApi(user: User, baseUrl: string): void {
         `Please log back in from a web browser to reactivate your account at ${baseUrl}`,
     );
   }
-  if (user.state === 'blocked') throw forbidden('Your account has been blocked.');
+  // Banned is one of GitLab's blocked states, and answers as blocked.
+  if (user.state === 'blocked' || user.state === 'banned') throw forbidden('Your account has been blocked.');
   if (user.state === 'blocked_pending_approval') {
     throw forbidden('Your account is pending approval from your administration and hence blocked.');
   }

@@ -19,6 +19,7 @@ import type { Namespace, NamespacesTable, User, Visibility } from '../db/schema.
 import { removeRepository } from '../git/repository.js';
 import { isValidBranchName } from '../git/validate.js';
 import { purgeCachedArchivesLater } from '../jobs/archive-cache.js';
+import { purgeProjectEventsLater } from '../jobs/events.js';
 import { toDbId } from '../lib/ids.js';
 import {
   AccessLevel,
@@ -332,6 +333,10 @@ export async function deleteGroup(deps: Deps, group: Namespace): Promise<void> {
   await deps.db.transaction().execute(async (tx) => {
     for (const project of projects) await deleteProjectRows(tx, project.id);
     await purgeCachedArchivesLater(
+      tx,
+      projects.map((project) => project.id),
+    );
+    await purgeProjectEventsLater(
       tx,
       projects.map((project) => project.id),
     );

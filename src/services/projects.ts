@@ -21,6 +21,7 @@ import { isValidBranchName } from '../git/validate.js';
 import { commitFiles } from '../git/write.js';
 import { notFound, validationError } from '../http/errors.js';
 import { purgeCachedArchivesLater } from '../jobs/archive-cache.js';
+import { purgeProjectEventsLater } from '../jobs/events.js';
 import { toDbId } from '../lib/ids.js';
 import { transliterate } from '../lib/transliterate.js';
 import { AccessLevel } from '../policies/access-levels.js';
@@ -36,6 +37,7 @@ import {
   PROJECT_NAME_MESSAGE,
   PROJECT_PATH_MESSAGE,
 } from './paths.js';
+import { firstBranchPushData } from './push-events.js';
 import { cappedBy, fitsWithin, restrictedVisibilityMessage, visibilityAllowedFor } from './visibility.js';
 import { withWriteLease } from './write-leases.js';
 
@@ -367,12 +369,23 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
       repoPath = deps.storages.repositoryPath(storage, project.id);
       await initBareRepository(repoPath, defaultBranch);
       if (input.initializeWithReadme) {
-        await commitFiles(repoPath, {
+        const message = 'Initial commit';
+        const commitId = await commitFiles(repoPath, {
           branch: defaultBranch,
           parent: null,
           files: [{ path: 'README.md', content: Buffer.from(readmeFor(project)) }],
-          message: 'Initial commit',
+          message,
           author: { name: user.name, email: user.email, date: now },
+        });
+        // GitLab writes the README through its hooks: the new branch is a push like any other.
+        await insertEvent(tx, {
+          action: 'pushed',
+          author_id: user.id,
+          project_id: project.id,
+          target_type: null,
+          target_id: null,
+          push_data: firstBranchPushData(defaultBranch, commitId, 1, message),
+          created_at: now,
         });
       }
       return project;
@@ -485,6 +498,7 @@ export async function deleteProject(deps: Deps, project: Project): Promise<void>
   await deps.db.transaction().execute(async (tx) => {
     await deleteProjectRows(tx, project.id);
     await purgeCachedArchivesLater(tx, [project.id]);
+    await purgeProjectEventsLater(tx, [project.id]);
   });
   const repoPath = deps.storages.repositoryPath(project.repository_storage, project.id);
   evictRepository(repoPath);

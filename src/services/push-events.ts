@@ -3,7 +3,7 @@ import { updateProject } from '../db/queries/projects.js';
 import type { Project, User } from '../db/schema.js';
 import { readObject } from '../git/catfile.js';
 import { gitText } from '../git/command.js';
-import { type Commit, commitTitle, parseCommitObject } from '../git/commit.js';
+import { type Commit, parseCommitObject } from '../git/commit.js';
 import type { RefUpdate } from '../git/smart-http.js';
 import type { Deps } from './deps.js';
 import { scheduleRepositoryMaintenance } from './repository-maintenance.js';
@@ -24,25 +24,26 @@ function describe(update: RefUpdate): { action: PushAction; refType: 'branch' | 
   return null;
 }
 
-/** Commits a branch update brought: old..new, or for a new branch those on no other branch. */
-async function newCommits(gitDir: string, update: RefUpdate, tip: Commit | null): Promise<number> {
+/**
+ * How many commits a branch update brought, as GitLab's BranchHooksService counts them: a new
+ * default branch counts every commit it holds; another new branch the commits the default branch
+ * does not reach; an update old..new; a deletion none.
+ */
+async function newCommits(gitDir: string, update: RefUpdate, tip: Commit | null, defaultRef: string | null) {
   if (isZero(update.newId)) return 0;
   // One commit on top of the old tip (every API commit): no need to ask rev-list.
   if (tip?.parentIds.length === 1 && tip.parentIds[0] === update.oldId) return 1;
   try {
-    let exclude = [`^${update.oldId}`];
-    if (isZero(update.oldId)) {
-      const refs = await gitText({
+    let exclude: string[] = [];
+    if (!isZero(update.oldId)) exclude = [`^${update.oldId}`];
+    else if (defaultRef !== null && defaultRef !== update.ref) {
+      const base = await gitText({
         gitDir,
         subcommand: 'for-each-ref',
-        flags: ['--format=%(objectname) %(refname)'],
-        args: ['refs/heads/'],
+        flags: ['--format=%(objectname)'],
+        args: [defaultRef],
       });
-      exclude = refs
-        .split('\n')
-        .map((line) => line.split(' '))
-        .filter(([id, ref]) => id && ref !== update.ref)
-        .map(([id]) => `^${id}`);
+      if (base.trim() !== '') exclude = [`^${base.trim()}`];
     }
     const out = await gitText({
       gitDir,
@@ -56,17 +57,40 @@ async function newCommits(gitDir: string, update: RefUpdate, tip: Commit | null)
   }
 }
 
-/** The commit a ref now points at, or null (deleted, or not a commit: an annotated tag). */
+/** The commit a ref now points at (an annotated tag peeled), or null (deleted, or no commit). */
 async function tipCommit(gitDir: string, id: string): Promise<Commit | null> {
   if (isZero(id)) return null;
-  const object = await readObject(gitDir, id).catch(() => null);
-  return object?.type === 'commit' ? parseCommitObject(id, object.data) : null;
+  const object = await readObject(gitDir, `${id}^{commit}`).catch(() => null);
+  return object?.type === 'commit' ? parseCommitObject(object.oid, object.data) : null;
 }
 
-function titleOf(tip: Commit | null): string | null {
-  if (!tip) return null;
-  const title = commitTitle(tip.message);
-  return title.length > TITLE_CHARS ? `${title.slice(0, TITLE_CHARS - 1)}…` : title;
+/**
+ * GitLab's PushEventPayloadService#commit_title: the first line of the newest pushed commit,
+ * stripped, cut to 70 characters with Ruby's `truncate` (67 and "...").
+ */
+export function pushCommitTitle(message: string): string {
+  const newline = message.indexOf('\n');
+  const line = (newline >= 0 ? message.slice(0, newline + 1) : message).trim();
+  const chars = Array.from(line);
+  return chars.length > TITLE_CHARS ? `${chars.slice(0, TITLE_CHARS - 3).join('')}...` : line;
+}
+
+/**
+ * The `push_data` of a new branch whose every commit is new (a repository's first branch, as
+ * `initialize_with_readme` makes it): for callers that create the branch inside their own
+ * transaction.
+ */
+export function firstBranchPushData(branch: string, commitId: string, commitCount: number, message: string) {
+  return JSON.stringify({
+    commit_count: commitCount,
+    action: 'created',
+    ref_type: 'branch',
+    commit_from: null,
+    commit_to: commitId,
+    ref: branch,
+    commit_title: pushCommitTitle(message),
+    ref_count: null,
+  });
 }
 
 /** Records GitLab's `pushed` events for the refs a push changed (one per ref, or bulk). */
@@ -88,6 +112,7 @@ async function recordPushEvents(
     groups.set(key, [...(groups.get(key) ?? []), { update, ...d }]);
   }
   const now = deps.clock.now();
+  const defaultRef = project.default_branch ? `refs/heads/${project.default_branch}` : null;
   const base = { action: 'pushed', author_id: user.id, project_id: project.id, created_at: now };
   for (const items of groups.values()) {
     if (items.length > BULK_PUSH_THRESHOLD) {
@@ -110,16 +135,21 @@ async function recordPushEvents(
     for (const item of items) {
       const { update } = item;
       const tip = await tipCommit(gitDir, update.newId);
+      // A tag push carries the one commit the tag points at (GitLab's TagHooksService).
+      const count =
+        item.refType === 'branch' ? await newCommits(gitDir, update, tip, defaultRef) : tip === null ? 0 : 1;
       await insertEvent(deps.db, {
         ...base,
         push_data: JSON.stringify({
-          commit_count: item.refType === 'branch' ? await newCommits(gitDir, update, tip) : 0,
+          commit_count: count,
           action: item.action,
           ref_type: item.refType,
           commit_from: isZero(update.oldId) ? null : update.oldId,
           commit_to: isZero(update.newId) ? null : update.newId,
           ref: item.name,
-          commit_title: titleOf(tip),
+          // The newest of the pushed commits: none pushed (a branch made at an existing commit,
+          // a deletion) leaves it null.
+          commit_title: count > 0 && tip ? pushCommitTitle(tip.message) : null,
           ref_count: null,
         }),
       });

@@ -95,3 +95,54 @@ export async function revokeToken(deps: Deps, token: PersonalAccessToken): Promi
 export function isTokenActive(token: PersonalAccessToken, todayDate: string): boolean {
   return !token.revoked && (token.expires_at === null || token.expires_at > todayDate);
 }
+
+export interface ImpersonationTokenInput {
+  name: string;
+  scopes?: string[];
+  expiresAt?: string | null;
+  description?: string | null;
+}
+
+/**
+ * An impersonation token for `user` (POST /users/:user_id/impersonation_tokens): a personal
+ * access token marked `impersonation`, which acts as the user. GitLab saves the model directly,
+ * so its validations answer 400 with per-field messages (render_validation_error!). Expiry as
+ * for personal access tokens: the instance's maximum lifetime bounds it and is the default.
+ */
+export async function createImpersonationToken(
+  deps: Deps,
+  user: User,
+  input: ImpersonationTokenInput,
+): Promise<{ token: PersonalAccessToken; plaintext: string }> {
+  const now = today(deps);
+  const settings = (await getApplicationSettings(deps)).values;
+  const lifetimeDays = (settings.max_personal_access_token_lifetime as number | null) ?? PAT_MAX_LIFETIME_DAYS;
+  const maxExpiry = addDays(now, Math.min(lifetimeDays, PAT_MAX_LIFETIME_DAYS));
+  const expiresAt = input.expiresAt ?? maxExpiry;
+  const scopes = input.scopes ?? [];
+  const v = new Validation();
+  if (input.name.trim() === '') v.add('name', "can't be blank");
+  else if (input.name.length > 255) v.add('name', 'is too long (maximum is 255 characters)');
+  if (scopes.length === 0) v.add('scopes', "can't be blank");
+  else if (!scopes.every((s) => (PAT_SCOPES as readonly string[]).includes(s))) {
+    v.add('scopes', 'can only contain available scopes');
+  }
+  if (expiresAt <= now) v.add('expires_at', 'must be in the future');
+  else if (expiresAt > maxExpiry) v.add('expires_at', `must be before ${maxExpiry}`);
+  v.throwIfAny();
+  const prefix = (settings.personal_access_token_prefix as string | null) || PAT_PREFIX;
+  const plaintext = generateToken(prefix);
+  const at = deps.clock.now();
+  const token = await insertPersonalAccessToken(deps.db, {
+    user_id: user.id,
+    name: input.name,
+    description: input.description ?? null,
+    token_digest: digestToken(plaintext),
+    scopes: JSON.stringify(scopes),
+    expires_at: expiresAt,
+    impersonation: true,
+    created_at: at,
+    updated_at: at,
+  });
+  return { token, plaintext };
+}

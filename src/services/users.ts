@@ -240,6 +240,7 @@ function adminColumns(input: UserAdminFields): UserUpdate {
 /** The user named by `/users/:id`, or 404 `User Not Found`. */
 export async function requireUser(db: Db, identifier: string): Promise<User> {
   const user = await findUserByIdOrUsername(db, identifier);
-  if (!user) throw notFound('User');
+  // A user whose deletion is under way answers as if already gone.
+  if (!user || user.deleting_at !== null) throw notFound('User');
   return user;
 }

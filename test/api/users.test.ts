@@ -300,10 +300,17 @@ describe('GET /users', () => {
     const { token } = await makeUserWithToken(app);
     const list = async (q: string) => ids((await app.request(`/users?search=${tag}&${q}`, { token })).body).sort();
     expect(await list('active=true')).toEqual([active.id, external.id].sort());
-    expect(await list('blocked=true')).toEqual([blocked.id]);
+    // Only administrators list blocked and banned users (GitLab's `without_forbidden_states`).
+    expect(await list('blocked=true')).toEqual([]);
     expect(await list('external=true')).toEqual([external.id]);
-    expect(await list('exclude_external=true')).toEqual([active.id, blocked.id].sort());
-    expect(await list('active=false')).toEqual([active.id, blocked.id, external.id].sort());
+    expect(await list('exclude_external=true')).toEqual([active.id]);
+    expect(await list('active=false')).toEqual([active.id, external.id].sort());
+    const { token: admin } = await adminToken();
+    const asAdmin = async (q: string) =>
+      ids((await app.request(`/users?search=${tag}&${q}`, { token: admin })).body).sort();
+    expect(await asAdmin('blocked=true')).toEqual([blocked.id]);
+    expect(await asAdmin('exclude_external=true')).toEqual([active.id, blocked.id].sort());
+    expect(await asAdmin('active=false')).toEqual([active.id, blocked.id, external.id].sort());
     const bad = await app.request('/users?active=maybe', { token });
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ error: 'active is invalid' });

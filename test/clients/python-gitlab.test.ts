@@ -3,8 +3,11 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { JOB_KINDS } from '../../src/jobs/kinds.js';
+import { Worker } from '../../src/jobs/worker.js';
+import { addDays, utcDate } from '../../src/lib/clock.js';
 import { startTestApp, type TestApp } from '../support/app.js';
-import { makeAdmin, makeToken } from '../support/factories.js';
+import { makeAdmin, makeToken, makeUser } from '../support/factories.js';
 import { GITLAB_CLI, lacks, PYTHON_GITLAB } from '../support/programs.js';
 
 /**
@@ -122,6 +125,46 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('the user lifecycle: block, deactivate, ban, impersonation tokens, memberships, deletion', async () => {
+    const sleeper = await makeUser(app, { username: 'sleeper' });
+    await app.deps.db
+      .updateTable('users')
+      .set({ last_activity_on: addDays(utcDate(app.clock.now()), -365) })
+      .where('id', '=', sleeper.id)
+      .execute();
+    const out = await flow('lifecycle.py');
+    const blocked = ['GitlabGetError', 403];
+    expect(out).toEqual({
+      before: 'linus',
+      block: [true, 'blocked'],
+      blocked_token: blocked,
+      block_again: null,
+      unblock: [true, 'active'],
+      after_unblock: 'linus',
+      deactivate_recent: ['GitlabDeactivateError', 403],
+      deactivate: [true, 'deactivated', 'deactivated'],
+      activate: [true, 'active'],
+      ban: [true, 'banned'],
+      banned_token: blocked,
+      ban_again: ['GitlabBanError', 403],
+      unban: [true, 'active'],
+      impersonation: [true, true, ['api', 'read_user'], 'linus'],
+      impersonation_list: ['support'],
+      impersonation_get: 'support',
+      impersonation_revoked: ['GitlabAuthenticationError', 401],
+      impersonation_inactive: [['support', true]],
+      memberships: [
+        ['Namespace', 'Chemists', 20],
+        ['Project', 'bonds', 30],
+      ],
+      memberships_projects: ['bonds'],
+      deleted: ['GitlabGetError', 404],
+      deleted_token: blocked,
+    });
+    await new Worker(app.deps, JOB_KINDS).drain();
+    expect(await app.deps.db.selectFrom('users').select('id').where('username', '=', 'linus').execute()).toEqual([]);
+  });
+
   it('users and their tokens, members of groups and projects, avatars', async () => {
     const out = await flow('people.py');
     expect(out).toEqual({
@@ -151,6 +194,30 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
       Project_removed: ['GitlabGetError', 404],
       avatar_project: 'pictured',
       avatar_saved: 'pictured',
+    });
+  });
+
+  it('the event feeds: the user’s, a project’s, another user’s, filters and scopes', async () => {
+    const out = await flow('events.py');
+    expect(out).toEqual({
+      // The README of initialize_with_readme is a push of the new default branch.
+      mine: ['pushed new', 'created'],
+      mine_newest_first: true,
+      project: [
+        ['pushed new', 'lin'],
+        ['joined', 'lin'],
+        ['pushed new', 'ada'],
+        ['created', 'ada'],
+      ],
+      push_data: ['created', 'branch', 'notes', 1, 'Add notes'],
+      user: ['pushed new', 'joined'],
+      lin_all: 4,
+      before_tomorrow: 4,
+      after_tomorrow: 0,
+      asc: 'created',
+      bad_target_type: ['GitlabListError', 400],
+      read_user_events: ['pushed new', 'joined'],
+      read_user_project: ['GitlabListError', 403],
     });
   });
 

@@ -13,6 +13,8 @@ import * as m0011 from './0011-project-lfs-version.js';
 import * as m0012 from './0012-settings-plan-limits-audit.js';
 import * as m0013 from './0013-repository-housekeeping.js';
 import * as m0014 from './0014-default-branch-protection.js';
+import * as m0015 from './0015-event-feeds.js';
+import * as m0016 from './0016-user-lifecycle.js';
 import * as m0021 from './0021-pages-error-tracking.js';
 import * as m0022 from './0022-hooks-integrations.js';
 
@@ -32,6 +34,8 @@ export const migrations: Record<string, Migration> = {
   '0012-settings-plan-limits-audit': m0012,
   '0013-repository-housekeeping': m0013,
   '0014-default-branch-protection': m0014,
+  '0015-event-feeds': m0015,
+  '0016-user-lifecycle': m0016,
   '0021-pages-error-tracking': m0021,
   '0022-hooks-integrations': m0022,
 };

@@ -52,6 +52,8 @@ export interface TokenFilter {
   expiresAfter?: string;
   /** Non-administrators never list impersonation tokens. */
   withoutImpersonation?: boolean;
+  /** Only impersonation tokens (GET /users/:user_id/impersonation_tokens). */
+  onlyImpersonation?: boolean;
   sort?: TokenSort;
 }
 
@@ -122,6 +124,7 @@ function tokenQuery(db: Db, f: TokenFilter) {
   if (f.expiresBefore) q = q.where('expires_at', '<', f.expiresBefore);
   if (f.expiresAfter) q = q.where('expires_at', '>=', f.expiresAfter);
   if (f.withoutImpersonation) q = q.where('impersonation', '=', false);
+  if (f.onlyImpersonation) q = q.where('impersonation', '=', true);
   return q;
 }
 

@@ -61,6 +61,8 @@ export interface UserFilter {
   excludeHumans?: boolean;
   /** Administrators' searches match the primary email; others' only the public email. */
   searchEmails: boolean;
+  /** GitLab's `without_forbidden_states`: non-administrators never list blocked or banned users. */
+  withoutForbiddenStates?: boolean;
   /** `search_rank`: GitLab's User.search order (exact public email, username, name; then name, id). */
   orderBy: 'id' | 'name' | 'username' | 'created_at' | 'updated_at' | 'search_rank';
   sort: 'asc' | 'desc';
@@ -85,7 +87,8 @@ function fuzzyMatch(column: 'name' | 'username', query: string) {
 }
 
 function filtered(db: Db, f: UserFilter) {
-  let q = db.selectFrom('users');
+  // A user whose deletion is under way is gone for the API already.
+  let q = db.selectFrom('users').where('deleting_at', 'is', null);
   if (f.username !== undefined) q = q.where(sql`lower(username)`, '=', f.username.toLowerCase());
   const search = f.search?.trim().replace(/\s+/g, ' ');
   if (search) {
@@ -96,6 +99,7 @@ function filtered(db: Db, f: UserFilter) {
   if (f.active) q = q.where('state', '=', 'active');
   if (f.excludeActive) q = q.where('state', '<>', 'active');
   if (f.blocked) q = q.where('state', '=', 'blocked');
+  if (f.withoutForbiddenStates) q = q.where('state', 'not in', ['blocked', 'banned']);
   if (f.external) q = q.where('external', '=', true);
   if (f.excludeExternal) q = q.where('external', '=', false);
   if (f.humans || f.withoutProjectBots) q = q.where('bot', '=', false);
@@ -227,4 +231,37 @@ export function reactivateUser(db: Db, id: number, now: Date): Promise<User | un
     .where('state', '=', 'deactivated')
     .returningAll()
     .executeTakeFirst();
+}
+
+/**
+ * Moves a user from one of `from` to `to` in one conditional statement, so that two concurrent
+ * transitions cannot both apply; undefined when the user was in none of `from` (or is gone).
+ */
+export function transitionUserState(
+  db: Db,
+  id: number,
+  from: readonly User['state'][],
+  to: User['state'],
+  now: Date,
+): Promise<User | undefined> {
+  return db
+    .updateTable('users')
+    .set({ state: to, updated_at: now })
+    .where('id', '=', id)
+    .where('state', 'in', [...from])
+    .where('deleting_at', 'is', null)
+    .returningAll()
+    .executeTakeFirst();
+}
+
+/** Groups where `userId` is the only direct Owner (GitLab's `User#solo_owned_groups`). */
+export async function soloOwnedGroupIds(db: Db, userId: number): Promise<number[]> {
+  const { rows } = await sql<{ id: number }>`
+    SELECT m.source_id AS id FROM members m
+    WHERE m.user_id = ${userId} AND m.source_type = 'group' AND m.access_level = 50
+      AND m.requested_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM members o WHERE o.source_type = 'group' AND o.source_id = m.source_id
+        AND o.access_level = 50 AND o.requested_at IS NULL AND o.user_id <> ${userId})
+    ORDER BY m.source_id`.execute(db);
+  return rows.map((r) => r.id);
 }
