@@ -107,20 +107,18 @@ async function tagMessage(gitDir: string, id: string): Promise<string | null> {
   return blank < 0 ? '' : text.slice(blank + 2).replace(/-----BEGIN PGP SIGNATURE-----[\s\S]*$/, '');
 }
 
-/** What the pushed range excludes: the old tip, or for a new branch every other branch's tip. */
-async function excludedTips(gitDir: string, change: PushChange): Promise<string[]> {
+/**
+ * What the pushed range excludes, as GitLab's BranchHooksService chooses the commits: the old tip
+ * for an update; for a new branch the default branch (a new default branch excludes nothing).
+ */
+async function excludedTips(gitDir: string, change: PushChange, defaultBranch: string | null): Promise<string[]> {
   if (!isZero(change.before)) return [change.before];
-  const refs = await gitText({
-    gitDir,
-    subcommand: 'for-each-ref',
-    flags: ['--format=%(objectname) %(refname)'],
-    args: ['refs/heads/'],
-  });
-  return refs
-    .split('\n')
-    .map((line) => line.split(' '))
-    .filter(([id, ref]) => id && ref !== change.ref && id !== change.after)
-    .map(([id]) => id as string);
+  const defaultRef = defaultBranch ? `refs/heads/${defaultBranch}` : null;
+  if (defaultRef === null || defaultRef === change.ref) return [];
+  const tip = (
+    await gitText({ gitDir, subcommand: 'for-each-ref', flags: ['--format=%(objectname)'], args: [defaultRef] })
+  ).trim();
+  return /^[0-9a-f]{40,64}$/.test(tip) ? [tip] : [];
 }
 
 /**
@@ -149,7 +147,7 @@ export async function buildPushPayload(
     if (!isZero(change.after)) message = await tagMessage(gitDir, change.after);
   } else if (!isZero(change.after)) {
     checkoutSha = change.after;
-    const exclude = await excludedTips(gitDir, change);
+    const exclude = await excludedTips(gitDir, change, project.default_branch);
     commits = await listCommits(gitDir, {
       include: [change.after],
       exclude,

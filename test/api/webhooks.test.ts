@@ -414,13 +414,20 @@ describe('push hooks delivered', () => {
       push_events_branch_filter: '^feat-\\d+$',
     });
     const dir = await workClone(project);
-    await commitFile(dir, 'a.txt', 'a\n', 'A');
+    const branch = await git(['rev-parse', '--abbrev-ref', 'HEAD'], dir);
+    await app.deps.db.updateTable('projects').set({ default_branch: branch }).where('id', '=', project.id).execute();
+    const a = await commitFile(dir, 'a.txt', 'a\n', 'A');
     await git(['push', '--quiet', 'origin', 'HEAD:refs/heads/release/1.0'], dir);
     await git(['push', '--quiet', 'origin', 'HEAD:refs/heads/feat-12'], dir);
     await git(['push', '--quiet', 'origin', 'HEAD:refs/heads/other'], dir);
     await drainAll();
     const got = receiver.requests.map((r) => `${r.path} ${r.json.ref}`).sort();
     expect(got).toEqual(['/regex refs/heads/feat-12', '/release refs/heads/release/1.0']);
+    // A new branch carries the commits the default branch does not have, as GitLab's.
+    for (const request of receiver.requests) {
+      expect(request.json.commits.map((c: { id: string }) => c.id)).toEqual([a]);
+      expect(request.json.total_commits_count).toBe(1);
+    }
   });
 
   it('a failing receiver is retried with back-off, then the delivery is logged as failed', async () => {
