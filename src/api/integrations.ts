@@ -38,6 +38,7 @@ function putSchema(kind: IntegrationKind) {
   const shape: Record<string, z.ZodType> = { id: p.string() };
   for (const field of kind.fields) shape[field.name] = fieldSchema(field);
   for (const flag of eventFlagsOf(kind)) shape[flag] = p.bool().optional();
+  shape.active = p.bool().optional();
   return z.object(shape);
 }
 

@@ -69,7 +69,8 @@ export async function fanOutHooks(deps: Deps, projectId: number, events: HookEve
       }
       for (const integration of integrations) {
         const kind = INTEGRATION_KINDS.get(integration.slug);
-        if (!kind || !eventEnabled(kind, integration, trigger)) continue;
+        // Kinds that only keep settings get no delivery job.
+        if (!kind || kind.delivery === 'none' || !eventEnabled(kind, integration, trigger)) continue;
         await enqueueJob(
           trx,
           INTEGRATION_DELIVERY_JOB,

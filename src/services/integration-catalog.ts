@@ -111,6 +111,8 @@ const i = (name: string, extra: Partial<IntegrationField> = {}): IntegrationFiel
 const branches = (fallback = 'default') =>
   s('branches_to_be_notified', { values: BRANCHES_TO_BE_NOTIFIED, default: fallback });
 const brokenOnly = b('notify_only_broken_pipelines', { default: true });
+/** Deprecated (GitLab keeps it): true narrows notifications to the default branch. */
+const onlyDefault = b('notify_only_default_branch', { default: false });
 const webhook = (required = true) => s('webhook', { required, secret: true, target: true });
 
 const CHANNEL_FIELDS = [
@@ -145,6 +147,8 @@ const trackerFields = (newIssue: boolean) => [
   s('project_url', { required: true, url: true }),
   s('issues_url', { required: true, url: true }),
   ...(newIssue ? [s('new_issue_url', { required: true, url: true })] : []),
+  s('title'),
+  s('description'),
 ];
 
 const KINDS: IntegrationKind[] = [
@@ -182,8 +186,8 @@ const KINDS: IntegrationKind[] = [
       s('bamboo_url', { required: true, target: true }),
       b('enable_ssl_verification', { default: true }),
       s('build_key', { required: true }),
-      s('username'),
-      s('password', { secret: true }),
+      s('username', { required: true }),
+      s('password', { required: true, secret: true }),
     ],
     events: ['push', 'merge_request', 'tag_push'],
     delivery: 'build',
@@ -283,6 +287,24 @@ const KINDS: IntegrationKind[] = [
     delivery: 'none',
   },
   {
+    slug: 'flowdock',
+    title: 'Flowdock',
+    fields: [s('token', { required: true, secret: true })],
+    events: ['push'],
+    delivery: 'none',
+  },
+  {
+    slug: 'github',
+    title: 'GitHub',
+    fields: [
+      s('token', { required: true, secret: true }),
+      s('repository_url', { required: true, url: true }),
+      b('static_context', { default: false }),
+    ],
+    events: ['pipeline'],
+    delivery: 'none',
+  },
+  {
     slug: 'google-play',
     title: 'Google Play',
     fields: [
@@ -361,7 +383,7 @@ const KINDS: IntegrationKind[] = [
   {
     slug: 'mattermost',
     title: 'Mattermost notifications',
-    fields: [webhook(), s('username'), s('channel'), branches(), brokenOnly, ...CHANNEL_FIELDS],
+    fields: [webhook(), s('username'), s('channel'), branches(), brokenOnly, onlyDefault, ...CHANNEL_FIELDS],
     events: [...CHAT_EVENTS, 'deployment'],
     delivery: 'chat',
     chat: 'slack',
@@ -369,7 +391,7 @@ const KINDS: IntegrationKind[] = [
   {
     slug: 'mattermost-slash-commands',
     title: 'Mattermost slash commands',
-    fields: [s('token', { required: true, secret: true })],
+    fields: [s('token', { required: true, secret: true }), s('username')],
     events: [],
     delivery: 'none',
   },
@@ -449,7 +471,7 @@ const KINDS: IntegrationKind[] = [
   {
     slug: 'slack',
     title: 'Slack notifications',
-    fields: [webhook(), s('username'), s('channel'), branches(), brokenOnly, ...CHANNEL_FIELDS],
+    fields: [webhook(), s('username'), s('channel'), branches(), brokenOnly, onlyDefault, ...CHANNEL_FIELDS],
     events: [...CHAT_EVENTS, 'deployment', 'incident', 'alert'],
     delivery: 'chat',
     chat: 'slack',
@@ -526,6 +548,9 @@ const KINDS: IntegrationKind[] = [
     delivery: 'none',
   },
 ];
+
+// Every integration takes `push_events` unless it has another list of events (spec part 3).
+for (const kind of KINDS) if (kind.events.length === 0) kind.events = ['push'];
 
 export const INTEGRATION_KINDS: ReadonlyMap<string, IntegrationKind> = new Map(KINDS.map((k) => [k.slug, k]));
 export const INTEGRATION_SLUGS = KINDS.map((k) => k.slug) as [string, ...string[]];

@@ -90,10 +90,12 @@ export async function deliverIntegration(
   };
   const branch = event.trigger === 'pipeline_events' ? pipelineBranch(event.data) : event.branch;
   switch (kind.delivery) {
-    case 'chat':
-      if (!branchNotified(ctx.settings.branches_to_be_notified, branch, found.project.default_branch)) return;
+    case 'chat': {
+      const scope = ctx.settings.notify_only_default_branch === true ? 'default' : ctx.settings.branches_to_be_notified;
+      if (!branchNotified(scope, branch, found.project.default_branch)) return;
       if (event.trigger === 'pipeline_events' && !pipelineNotified(ctx.settings, event.data)) return;
       return deliverChat(ctx);
+    }
     case 'email_push':
       if (!branchNotified(ctx.settings.branches_to_be_notified ?? 'all', branch, found.project.default_branch)) return;
       return sendPushEmail(ctx);

@@ -71,7 +71,7 @@ async function checkTarget(deps: Deps, field: IntegrationField, value: string): 
 }
 
 /**
- * Creates or edits a project's integration of `kind` and makes it active (GitLab's PUT).
+ * Creates or edits a project's integration of `kind` and makes it active unless `active` is false (GitLab's PUT).
  * Required settings must be given unless already stored (a PUT without a secret keeps it);
  * URLs, e-mail lists and enumerations are checked; a delivery target the outbound guard refuses
  * is a 422 naming the field.
@@ -129,7 +129,8 @@ export async function saveIntegration(
 
   const now = deps.clock.now();
   const values = {
-    active: true,
+    // GitLab's PUT activates the integration; `active: false` (the spec's issue trackers) keeps it off.
+    active: params.active !== false,
     properties: JSON.stringify(properties),
     sealed_secrets: JSON.stringify(secrets),
     events: JSON.stringify(events),

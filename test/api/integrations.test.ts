@@ -226,6 +226,30 @@ describe('integration settings', () => {
     expect(refused.body).toEqual({
       message: { webhook: [expect.stringMatching(/^is blocked: Requests to localhost are not allowed/)] },
     });
+    // The spec's issue tracker states: saved inactive with active=false, activated by a PUT with active=true.
+    await allowLocal();
+    const tracker = {
+      project_url: `${receiver.url}/p`,
+      issues_url: `${receiver.url}/i/:id`,
+      new_issue_url: `${receiver.url}/new`,
+      title: 'Tracker',
+    };
+    const inactive = await put(project, 'custom-issue-tracker', { ...tracker, active: false }, ownerToken, 'services');
+    expect(inactive.body).toMatchObject({ active: false, push_events: true, properties: { title: 'Tracker' } });
+    expect((await app.request(`/projects/${project.id}/services`, { token: ownerToken })).body).toEqual([]);
+    const activated = await put(project, 'custom-issue-tracker', { active: true }, ownerToken, 'services');
+    expect(activated.body).toMatchObject({ active: true, properties: { project_url: `${receiver.url}/p` } });
+    const deleted = await app.request(`/projects/${project.id}/services/custom-issue-tracker`, {
+      method: 'DELETE',
+      token: ownerToken,
+    });
+    expect(deleted.status).toBe(204);
+    const cleared = await app.request(`/projects/${project.id}/services/custom-issue-tracker`, { token: ownerToken });
+    expect(cleared.body).toMatchObject({
+      active: false,
+      properties: { project_url: null, issues_url: null, title: null },
+    });
+
     // A stored required setting cannot be emptied.
     await allowLocal();
     expect((await put(project, 'drone-ci', { drone_url: `${receiver.url}/drone`, token: 't' })).status).toBe(200);
