@@ -430,6 +430,27 @@ describe('push hooks delivered', () => {
     }
   });
 
+  it('a push of more than 3 branches runs no hooks for them, as GitLab; its tags still do', async () => {
+    await allowLocal();
+    const { project } = await makeSampleProject(app, owner);
+    await addHook(project, { url: `${receiver.url}/bulk`, tag_push_events: true });
+    const dir = await workClone(project);
+    await commitFile(dir, 'bulk.txt', 'bulk\n', 'Bulk');
+    await git(['tag', 'bulk-1'], dir);
+    const refs = ['b1', 'b2', 'b3', 'b4'].map((b) => `HEAD:refs/heads/${b}`);
+    await git(['push', '--quiet', 'origin', ...refs, 'refs/tags/bulk-1'], dir);
+    await drainAll();
+    expect(receiver.requests.map((r) => r.json.ref)).toEqual(['refs/tags/bulk-1']);
+    await git(['push', '--quiet', 'origin', 'HEAD:refs/heads/b5', 'HEAD:refs/heads/b6', 'HEAD:refs/heads/b7'], dir);
+    await drainAll();
+    expect(receiver.requests.map((r) => r.json.ref).sort()).toEqual([
+      'refs/heads/b5',
+      'refs/heads/b6',
+      'refs/heads/b7',
+      'refs/tags/bulk-1',
+    ]);
+  });
+
   it('a failing receiver is retried with back-off, then the delivery is logged as failed', async () => {
     await allowLocal();
     const { project } = await makeSampleProject(app, owner);
