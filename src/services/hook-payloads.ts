@@ -53,7 +53,7 @@ export function userHookAttrs(user: User) {
     name: user.name,
     username: user.username,
     avatar_url: avatarUrl(user.email),
-    email: user.public_email ?? '[REDACTED]',
+    email: user.public_email || '[REDACTED]',
   };
 }
 
@@ -175,7 +175,8 @@ export async function buildPushPayload(
     user_id: user.id,
     user_name: user.name,
     user_username: user.username,
-    user_email: user.public_email ?? '',
+    // GitLab's User#webhook_email: the public address, or [REDACTED].
+    user_email: user.public_email || '[REDACTED]',
     user_avatar: avatarUrl(user.email),
     project_id: project.id,
     project: projectAttrs,

@@ -340,6 +340,7 @@ describe('push hooks delivered', () => {
       user_id: owner.id,
       user_name: 'Hook Owner',
       user_username: owner.username,
+      user_email: '[REDACTED]',
       project_id: project.id,
       total_commits_count: 2,
       project: {
