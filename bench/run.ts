@@ -10,6 +10,7 @@ import * as events from './events.js';
 import * as gitHttp from './git-http.js';
 import { type Measurement, report } from './harness.js';
 import * as repository from './repository.js';
+import * as repositoryOperations from './repository-operations.js';
 import * as server from './server.js';
 import * as startupAndApi from './startup-and-api.js';
 import * as storageMove from './storage-move.js';
@@ -24,6 +25,7 @@ const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   changelog,
   'storage-move': storageMove,
   archives,
+  'repository-operations': repositoryOperations,
   events,
 };
 

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { registerAccessRequestRoutes } from './api/access-requests.js';
 import { registerApplicationSettingsRoutes } from './api/application-settings.js';
 import { registerApplicationRoutes } from './api/applications.js';
+import { registerApprovalRoutes } from './api/approvals.js';
 import { registerArchiveRoutes } from './api/archive.js';
 import { registerAuditEventRoutes } from './api/audit-events.js';
 import { registerBranchWriteRoutes } from './api/branch-writes.js';
@@ -18,6 +19,7 @@ import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
 import { registerIntegrationRoutes } from './api/integrations.js';
 import { registerMemberRoutes } from './api/members.js';
+import { registerMergeRequestRoutes } from './api/merge-requests.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
 import { registerPagesDomainRoutes } from './api/pages-domains.js';
@@ -25,7 +27,9 @@ import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectHookRoutes } from './api/project-hooks.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerRepositoryRoutes } from './api/repository.js';
+import { registerRepositoryOperationRoutes } from './api/repository-operations.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
+import { registerSharingRoutes } from './api/sharing.js';
 import { registerStorageMoveRoutes } from './api/storage-moves.js';
 import { registerTagWriteRoutes } from './api/tag-writes.js';
 import { registerTagRoutes } from './api/tags.js';
@@ -63,6 +67,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerNamespaceRoutes,
   registerGroupRoutes,
   registerProjectRoutes,
+  registerSharingRoutes,
   registerRepositoryRoutes,
   registerArchiveRoutes,
   registerCompareRoutes,
@@ -71,9 +76,12 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerBranchRoutes,
   registerTagRoutes,
   registerRepositoryWriteRoutes,
+  registerRepositoryOperationRoutes,
   registerBranchWriteRoutes,
   registerTagWriteRoutes,
   registerChangelogRoutes,
+  registerMergeRequestRoutes,
+  registerApprovalRoutes,
   registerApplicationSettingsRoutes,
   registerPagesDomainRoutes,
   registerErrorTrackingRoutes,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { sharedWithGroupsOfGroup } from '../db/queries/group-links.js';
 import { countGroups, type GroupFilter, listGroups, subtreeIds } from '../db/queries/namespaces.js';
 import { countProjects, listProjects, type ProjectFilter } from '../db/queries/projects.js';
 import type { Namespace } from '../db/schema.js';
@@ -112,19 +113,37 @@ async function presentGroups(ctx: AppContext, groups: Namespace[]) {
   return groups.map((g) => presentGroup(g, pc, names.get(g.id) ?? g.name));
 }
 
+/** The groups whose shared projects a group's project list shows: the group, or its subtree. */
+async function sharedWithIds(ctx: AppContext, group: Namespace, params: { include_subgroups: boolean }) {
+  return params.include_subgroups ? subtreeIds(ctx.state.deps.db, group.id) : [group.id];
+}
+
 /** Projects of the group (not of subgroups) the caller may see, for GroupDetail. */
-async function detailProjects(ctx: AppContext, group: Namespace) {
+async function detailProjects(ctx: AppContext, group: Namespace, shared = false) {
   const deps = ctx.state.deps;
   const user = ctx.state.actor.user;
   const filter: ProjectFilter = {
     viewer: viewerOf(ctx),
-    namespaceIds: [group.id],
+    namespaceIds: shared ? [] : [group.id],
+    ...(shared ? { sharedWithGroupIds: [group.id] } : {}),
     orderBy: 'id',
     sort: 'desc',
   };
   const projects = await listProjects(deps.db, filter, { limit: 100, offset: 0 });
   const views = await buildProjectViews(deps, user, projects);
   return views.map((v) => presentProject(v, { baseUrl: deps.config.baseUrl }));
+}
+
+/** GitLab's GroupDetail for the caller: the groups it is shared with, and its projects when asked. */
+export async function groupDetail(ctx: AppContext, group: Namespace, withProjects: boolean) {
+  const deps = ctx.state.deps;
+  const names = await namespaceFullNames(deps, [group]);
+  return presentGroupDetail(group, { baseUrl: deps.config.baseUrl }, names.get(group.id) ?? group.name, {
+    sharedWithGroups: await sharedWithGroupsOfGroup(deps.db, group.id, viewerOf(ctx)),
+    ...(withProjects
+      ? { projects: await detailProjects(ctx, group), sharedProjects: await detailProjects(ctx, group, true) }
+      : {}),
+  });
 }
 
 export function viewerOf(ctx: AppContext) {
@@ -190,15 +209,7 @@ export function registerGroupRoutes(api: ApiRouter): void {
     { summary: 'A group', params: z.object({ id: p.string(), with_projects: p.bool().default(true) }) },
     async (ctx, params) => {
       const { group } = await loadGroup(ctx, params.id);
-      const names = await namespaceFullNames(ctx.state.deps, [group]);
-      ctx.body = presentGroupDetail(
-        group,
-        { baseUrl: ctx.state.deps.config.baseUrl },
-        names.get(group.id) ?? group.name,
-        {
-          ...(params.with_projects ? { projects: await detailProjects(ctx, group) } : {}),
-        },
-      );
+      ctx.body = await groupDetail(ctx, group, params.with_projects);
     },
   );
 
@@ -237,15 +248,7 @@ export function registerGroupRoutes(api: ApiRouter): void {
     policy.authorize('admin_group');
     const { id: _id, ...fields } = params;
     const updated = await updateGroup(ctx.state.deps, group, groupInput(fields), currentUser(ctx));
-    const names = await namespaceFullNames(ctx.state.deps, [updated]);
-    ctx.body = presentGroupDetail(
-      updated,
-      { baseUrl: ctx.state.deps.config.baseUrl },
-      names.get(updated.id) ?? updated.name,
-      {
-        projects: await detailProjects(ctx, updated),
-      },
-    );
+    ctx.body = await groupDetail(ctx, updated, true);
   });
 
   api.delete(
@@ -295,9 +298,12 @@ export function registerGroupRoutes(api: ApiRouter): void {
       if (params.starred && ctx.state.actor.user) namespaceIds.length = 0;
       // Similarity needs a search; without one GitLab orders by name.
       const bySimilarityWithoutSearch = params.order_by === 'similarity' && !params.search;
+      // Projects shared with the group (or its subgroups) count too, unless `with_shared=false`.
+      const sharedWith = params.with_shared && namespaceIds.length > 0 ? await sharedWithIds(ctx, group, params) : [];
       const filter: ProjectFilter = {
         viewer: viewerOf(ctx),
         namespaceIds,
+        sharedWithGroupIds: sharedWith,
         archived,
         visibility: params.visibility,
         search: params.search,

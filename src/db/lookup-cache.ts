@@ -4,7 +4,7 @@
  * asks the database nothing.
  *
  * Complete by construction: a trigger notifies `depot_row_change` (payload: the table) after
- * every statement that changes a table behind these lookups (migrations 0008, 0009, 0012), and every
+ * every statement that changes a table behind these lookups (migrations 0008, 0009, 0012, 0017), and every
  * process LISTENs (src/db/row-change-listener.ts): a change made by any writer reaches every
  * process within milliseconds. The process that made it forgets at once, when its own statement
  * or transaction commits (src/db/database.ts), before the notice arrives.
@@ -22,9 +22,11 @@ export const LOOKUP_TABLES = {
   user: ['users'],
   project: ['projects', 'namespaces'],
   namespace: ['namespaces'],
-  projectLevel: ['members', 'projects', 'namespaces'],
-  memberships: ['members'],
-  groupLevel: ['members', 'namespaces'],
+  projectLevel: ['members', 'projects', 'namespaces', 'project_group_links', 'group_group_links'],
+  memberships: ['members', 'namespaces', 'project_group_links', 'group_group_links'],
+  groupLevel: ['members', 'namespaces', 'projects', 'project_group_links', 'group_group_links'],
+  /** The groups a project is shared with, as one viewer may see them (`shared_with_groups`). */
+  sharedWithGroups: ['project_group_links', 'namespaces', 'members', 'users', 'group_group_links'],
   applicationSettings: ['application_settings'],
   planLimits: ['plan_limits'],
 } as const satisfies Record<string, readonly string[]>;

@@ -207,6 +207,8 @@ export interface DB {
   repository_write_leases: RepositoryWriteLeasesTable;
   ldap_group_links: LdapGroupLinksTable;
   billable_members: BillableMembersTable;
+  project_group_links: ProjectGroupLinksTable;
+  group_group_links: GroupGroupLinksTable;
   billable_member_refreshes: BillableMemberRefreshesTable;
   oauth_applications: OauthApplicationsTable;
   oauth_access_grants: OauthAccessGrantsTable;
@@ -221,10 +223,112 @@ export interface DB {
   error_tracking_errors: ErrorTrackingErrorsTable;
   error_tracking_error_events: ErrorTrackingErrorEventsTable;
   security_advisories: SecurityAdvisoriesTable;
+  merge_requests: MergeRequestsTable;
+  merge_request_approvals: MergeRequestApprovalsTable;
+  merge_request_commits: MergeRequestCommitsTable;
+  approval_project_rules: ApprovalProjectRulesTable;
+  approval_merge_request_rules: ApprovalMergeRequestRulesTable;
+  project_approval_settings: ProjectApprovalSettingsTable;
   web_hooks: WebHooksTable;
   integrations: IntegrationsTable;
   hook_deliveries: HookDeliveriesTable;
 }
+
+type IntArray = ColumnType<number[], number[] | undefined, number[]>;
+
+export type MergeRequestState = 'opened' | 'closed' | 'merged' | 'locked';
+
+/** A merge request (migration 0019); `iid` counts per target project. */
+export interface MergeRequestsTable {
+  id: Generated<number>;
+  iid: number;
+  target_project_id: number;
+  source_project_id: number;
+  source_branch: string;
+  target_branch: string;
+  title: string;
+  description: string | null;
+  state: Generated<MergeRequestState>;
+  author_id: number | null;
+  assignee_ids: IntArray;
+  reviewer_ids: IntArray;
+  /** GitLab's merge_status: unchecked, checking, can_be_merged, cannot_be_merged. */
+  merge_status: Generated<string>;
+  /** The source branch's head as the merge request knows it. */
+  sha: string | null;
+  /** The target branch's tip when the head was last recorded (diff_refs.start_sha). */
+  base_sha: string | null;
+  merge_commit_sha: string | null;
+  squash_commit_sha: string | null;
+  squash: Generated<boolean>;
+  remove_source_branch: Generated<boolean>;
+  merged_by_id: number | null;
+  merged_at: NullableTimestamp;
+  closed_by_id: number | null;
+  closed_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** The commits a merged merge request brought (for the changelog). */
+export interface MergeRequestCommitsTable {
+  merge_request_id: number;
+  project_id: number;
+  sha: string;
+}
+
+export interface MergeRequestApprovalsTable {
+  id: Generated<number>;
+  merge_request_id: number;
+  user_id: number;
+  created_at: Timestamp;
+}
+
+export type ApprovalRuleType = 'regular' | 'code_owner' | 'report_approver' | 'any_approver';
+
+export interface ApprovalProjectRulesTable {
+  id: Generated<number>;
+  project_id: number;
+  name: string;
+  rule_type: Generated<ApprovalRuleType>;
+  approvals_required: Generated<number>;
+  user_ids: IntArray;
+  group_ids: IntArray;
+  /** Protected branch ids, plain integers (no foreign key; see migration 0019). */
+  protected_branch_ids: IntArray;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ApprovalMergeRequestRulesTable {
+  id: Generated<number>;
+  merge_request_id: number;
+  name: string;
+  rule_type: Generated<ApprovalRuleType>;
+  approvals_required: Generated<number>;
+  user_ids: IntArray;
+  group_ids: IntArray;
+  approval_project_rule_id: number | null;
+  section: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface ProjectApprovalSettingsTable {
+  project_id: number;
+  approvals_before_merge: Generated<number>;
+  reset_approvals_on_push: Generated<boolean>;
+  disable_overriding_approvers_per_merge_request: Generated<boolean>;
+  merge_requests_author_approval: Generated<boolean>;
+  merge_requests_disable_committers_approval: Generated<boolean>;
+  require_password_to_approve: Generated<boolean>;
+  updated_at: Timestamp;
+}
+
+export type MergeRequest = Selectable<MergeRequestsTable>;
+export type ApprovalProjectRule = Selectable<ApprovalProjectRulesTable>;
+export type ApprovalMergeRequestRule = Selectable<ApprovalMergeRequestRulesTable>;
+export type ProjectApprovalSettings = Selectable<ProjectApprovalSettingsTable>;
 
 export interface WebHooksTable {
   id: Generated<number>;
@@ -481,6 +585,30 @@ export interface BillableMemberRefreshesTable {
 
 export type LdapGroupLink = Selectable<LdapGroupLinksTable>;
 
+/** A project shared with a group: the group's members get at most `group_access` on it. */
+export interface ProjectGroupLinksTable {
+  id: Generated<number>;
+  project_id: number;
+  group_id: number;
+  group_access: number;
+  expires_at: DateString;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** A group shared with a group: members of `shared_with_group_id` get at most `group_access`. */
+export interface GroupGroupLinksTable {
+  id: Generated<number>;
+  shared_group_id: number;
+  shared_with_group_id: number;
+  group_access: number;
+  expires_at: DateString;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export type ProjectGroupLink = Selectable<ProjectGroupLinksTable>;
+export type GroupGroupLink = Selectable<GroupGroupLinksTable>;
 export interface PagesDomainsTable {
   id: Generated<number>;
   project_id: number;

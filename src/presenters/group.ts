@@ -1,6 +1,8 @@
+import type { SharedWithGroup } from '../db/queries/group-links.js';
 import type { Namespace } from '../db/schema.js';
 import { isoTime } from '../lib/clock.js';
 import { namespaceWebUrl } from './namespace.js';
+import { presentSharedWithGroup } from './project.js';
 import type { PresentContext } from './user.js';
 
 /** GitLab's Group entity. `fullName` is the names from the root down, joined with ` / `. */
@@ -52,12 +54,24 @@ export function presentGroupDetail(
   group: Namespace,
   pc: PresentContext,
   fullName: string,
-  options: { projects?: unknown[] },
+  options: { projects?: unknown[]; sharedProjects?: unknown[]; sharedWithGroups?: SharedWithGroup[] },
 ) {
   return {
     ...presentGroup(group, pc, fullName),
-    shared_with_groups: [],
+    shared_with_groups: (options.sharedWithGroups ?? []).map(presentSharedWithGroup),
     ...(group.parent_id === null ? { prevent_sharing_groups_outside_hierarchy: false } : {}),
-    ...(options.projects ? { projects: options.projects, shared_projects: [] } : {}),
+    ...(options.projects ? { projects: options.projects, shared_projects: options.sharedProjects ?? [] } : {}),
+  };
+}
+
+/** GitLab's PublicGroupDetails entity (GET /projects/:id/groups). */
+export function presentPublicGroupDetails(group: Namespace, pc: PresentContext, fullName: string) {
+  return {
+    id: group.id,
+    web_url: namespaceWebUrl(group, pc),
+    name: group.name,
+    avatar_url: null,
+    full_name: fullName,
+    full_path: group.full_path,
   };
 }

@@ -1,4 +1,5 @@
-import type { Namespace, Project, User } from '../db/schema.js';
+import type { SharedWithGroup } from '../db/queries/group-links.js';
+import type { Namespace, Project, ProjectGroupLink, User } from '../db/schema.js';
 import type { RepositoryInfo } from '../git/repo-info.js';
 import { isoTime } from '../lib/clock.js';
 import type { ProjectSettings } from '../services/projects.js';
@@ -20,6 +21,8 @@ export interface ProjectView {
   canSeeStorage: boolean;
   /** The viewer's direct project level and highest group level (ProjectWithAccess). */
   permissions?: { projectAccess: number | null; groupAccess: number | null };
+  /** The groups the project is shared with that the viewer may see. */
+  sharedWithGroups?: SharedWithGroup[];
 }
 
 /** GitLab's ProjectIdentity entity. */
@@ -162,7 +165,7 @@ export function presentProject(view: ProjectView, pc: PresentContext, options: P
       : {}),
     ...(view.canReadCode ? { ci_config_path: s.ci_config_path ?? null } : {}),
     public_jobs: s.public_jobs ?? true,
-    shared_with_groups: [],
+    shared_with_groups: (view.sharedWithGroups ?? []).map(presentSharedWithGroup),
     only_allow_merge_if_pipeline_succeeds: s.only_allow_merge_if_pipeline_succeeds ?? false,
     allow_merge_on_skipped_pipeline: s.allow_merge_on_skipped_pipeline ?? null,
     request_access_enabled: project.request_access_enabled,
@@ -191,5 +194,37 @@ export function presentProjectWithAccess(view: ProjectView, pc: PresentContext, 
       project_access: access(view.permissions?.projectAccess),
       group_access: access(view.permissions?.groupAccess),
     },
+  };
+}
+
+/** One entry of `shared_with_groups` (GitLab's SharedGroupWithProject / SharedGroupWithGroup). */
+export function presentSharedWithGroup(link: SharedWithGroup) {
+  return {
+    group_id: link.group_id,
+    group_name: link.group_name,
+    group_full_path: link.group_full_path,
+    group_access_level: link.group_access,
+    expires_at: link.expires_at,
+  };
+}
+
+/** GitLab's ProjectGroupLink entity: the answer to POST /projects/:id/share. */
+export function presentProjectGroupLink(link: ProjectGroupLink) {
+  return {
+    id: link.id,
+    project_id: link.project_id,
+    group_id: link.group_id,
+    group_access: link.group_access,
+    expires_at: link.expires_at,
+  };
+}
+
+/** GitLab's ProjectRepositoryStorage entity (GET /projects/:id/storage, administrators). */
+export function presentProjectStorage(project: Project, diskPath: string) {
+  return {
+    disk_path: diskPath,
+    project_id: project.id,
+    repository_storage: project.repository_storage,
+    created_at: isoTime(project.created_at),
   };
 }

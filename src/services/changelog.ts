@@ -17,6 +17,7 @@ import { type Release, type ReleaseEntry, releaseHeaderPattern } from '../change
 import { findPreviousTag } from '../changelog/tags.js';
 import { projectMemberIds } from '../db/queries/access.js';
 import { directMemberUserIds } from '../db/queries/members.js';
+import { mergedMergeRequestAuthorIds, oldestMergedMergeRequestPerCommit } from '../db/queries/merge-requests.js';
 import { findNamespaceByFullPath } from '../db/queries/namespaces.js';
 import { findUsersByEmails } from '../db/queries/users.js';
 import type { Namespace, Project, User } from '../db/schema.js';
@@ -92,24 +93,21 @@ async function startOfRange(request: ChangelogRequest, config: ChangelogConfig, 
 }
 
 /**
- * Hook for merge requests: the oldest merge request of this project that introduced each
- * commit (by merge, squash or merged-commit SHA, else the lowest id whose diff holds it).
- * Depot has no merge requests yet, so no commit has one.
+ * The oldest merged merge request of this project that introduced each commit (by merge,
+ * squash or head SHA, else the lowest id among those that brought it).
  */
 async function mergeRequestsOf(
-  _deps: Deps,
-  _project: Project,
-  _commitIds: string[],
+  deps: Deps,
+  project: Project,
+  commitIds: string[],
 ): Promise<Map<string, { iid: number }>> {
-  return new Map();
+  return oldestMergedMergeRequestPerCommit(deps.db, project.id, commitIds);
 }
 
-/**
- * Hook for merge requests: which of these users authored a merged merge request into the
- * project's default branch. None can have, while Depot has no merge requests.
- */
-async function mergedMergeRequestAuthors(_deps: Deps, _project: Project, _userIds: number[]): Promise<Set<number>> {
-  return new Set();
+/** Which of these users authored a merged merge request into the project's default branch. */
+async function mergedMergeRequestAuthors(deps: Deps, project: Project, userIds: number[]): Promise<Set<number>> {
+  if (!project.default_branch) return new Set();
+  return mergedMergeRequestAuthorIds(deps.db, project.id, project.default_branch, userIds);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { activeMemberships } from '../db/queries/access.js';
+import { sharedWithGroupsOfProjects } from '../db/queries/group-links.js';
 import { findNamespacesByIds } from '../db/queries/namespaces.js';
 import { findUsersByIds } from '../db/queries/users.js';
 import type { Namespace, Project, User } from '../db/schema.js';
@@ -42,6 +43,7 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
         activeMemberships(deps.db, viewer.id, date),
       )) as Awaited<ReturnType<typeof activeMemberships>>)
     : null;
+  const shared = await sharedWithGroupsFor(deps, viewer, projects, date);
   return Promise.all(
     projects.map(async (project): Promise<ProjectView> => {
       const namespace = byId.get(project.namespace_id) as Namespace;
@@ -53,7 +55,13 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
           if (level !== undefined && (groupAccess === null || level > groupAccess)) groupAccess = level;
         }
       }
-      const level = viewer?.admin ? AccessLevel.ADMIN : Math.max(projectAccess ?? 0, groupAccess ?? 0);
+      // Sharing counts for what the viewer may do, not for `permissions` (direct memberships).
+      let sharedAccess = memberships?.sharedProjects.get(project.id) ?? 0;
+      if (memberships && namespace.kind === 'group') {
+        for (const id of namespace.traversal_ids)
+          sharedAccess = Math.max(sharedAccess, memberships.sharedGroups.get(id) ?? 0);
+      }
+      const level = viewer?.admin ? AccessLevel.ADMIN : Math.max(projectAccess ?? 0, groupAccess ?? 0, sharedAccess);
       return {
         project,
         namespace,
@@ -68,7 +76,28 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
         canAdminProject: projectAllows('admin_project', project, viewer, level),
         canSeeStorage: viewer?.admin ?? false,
         permissions: { projectAccess, groupAccess },
+        sharedWithGroups: shared.get(`${viewerKey(viewer, date)}#${project.id}`) ?? [],
       };
     }),
   );
+}
+
+/** Who sees `shared_with_groups`, as a lookup key prefix. */
+const viewerKey = (viewer: User | null, date: string) => (viewer ? `${viewer.id}:${date}:` : `-:${date}:`);
+
+/** The visible groups each project is shared with, through the lookup cache (keys `<viewer>#<project id>`). */
+async function sharedWithGroupsFor(deps: Deps, viewer: User | null, projects: Project[], date: string) {
+  const prefix = viewerKey(viewer, date);
+  const keys = projects.map((p) => `${prefix}#${p.id}`);
+  const load = async (missing: string[]) => {
+    const ids = missing.map((key) => Number(key.slice(prefix.length + 1)));
+    const found = await sharedWithGroupsOfProjects(deps.db, ids, {
+      userId: viewer?.id ?? null,
+      admin: viewer?.admin ?? false,
+      external: viewer?.external ?? false,
+      today: date,
+    });
+    return new Map(ids.map((id) => [`${prefix}#${id}`, found.get(id) ?? []] as const));
+  };
+  return deps.lookups ? deps.lookups.lookupMany('sharedWithGroups', keys, load) : load([...new Set(keys)]);
 }

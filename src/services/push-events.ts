@@ -6,6 +6,7 @@ import { gitText } from '../git/command.js';
 import { type Commit, parseCommitObject } from '../git/commit.js';
 import type { RefUpdate } from '../git/smart-http.js';
 import type { Deps } from './deps.js';
+import { refreshMergeRequestsForPush } from './merge-request-refresh.js';
 import { scheduleRepositoryMaintenance } from './repository-maintenance.js';
 import { queuePushHooks } from './webhooks.js';
 
@@ -161,7 +162,7 @@ async function recordPushEvents(
  * What GitLab's post-receive does for every ref change, whether from `git push` or from an API
  * write (GitLab writes those through Gitaly with the same hooks): `pushed` events and the push
  * hooks of webhooks and integrations (queued in one transaction), the project's last activity,
- * and upkeep of its repository.
+ * merge requests from and into the pushed branches, and upkeep of its repository.
  */
 export async function recordRefChanges(
   deps: Deps,
@@ -182,6 +183,7 @@ export async function recordRefChanges(
     );
   });
   await updateProject(deps.db, project.id, { last_activity_at: deps.clock.now() });
+  await refreshMergeRequestsForPush(deps, project, gitDir, updates);
   // Deleting refs adds no commits to the graph.
   if (updates.some((u) => !isZero(u.newId))) await scheduleRepositoryMaintenance(deps, project.id);
 }

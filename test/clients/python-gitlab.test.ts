@@ -197,6 +197,26 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('cherry-pick, revert, file blame, commit refs and signature, snapshot', async () => {
+    const out = await flow('repository_operations.py');
+    expect(out).toEqual({
+      picked: [true, true, 'extra\n'],
+      picked_again: ['GitlabCherryPickError', 400],
+      picked_unknown_branch: ['GitlabCherryPickError', 404],
+      reverted: ['Revert "Shout two"', true, 'one\ntwo\nthree\n'],
+      reverted_again: ['GitlabRevertError', 400],
+      blame: [
+        ['Add notes', ['one']],
+        ['Revert "Shout two"', ['two']],
+        ['Add notes', ['three']],
+      ],
+      refs: [{ type: 'branch', name: 'topic' }],
+      refs_main: [{ type: 'branch', name: 'main' }],
+      signature: ['GitlabGetError', 404],
+      snapshot: [true, true, false],
+    });
+  });
+
   it('the event feeds: the user’s, a project’s, another user’s, filters and scopes', async () => {
     const out = await flow('events.py');
     expect(out).toEqual({
@@ -218,6 +238,30 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
       bad_target_type: ['GitlabListError', 400],
       read_user_events: ['pushed new', 'joined'],
       read_user_project: ['GitlabListError', 403],
+    });
+  });
+
+  it('transfers and sharing: project and group links, project and group transfers', async () => {
+    const out = await flow('sharing.py');
+    expect(out).toEqual({
+      before_share: ['GitlabGetError', 404],
+      shared_with: [['readers', 20, '2099-12-31']],
+      readme_as_lin: '# service',
+      commit_as_reporter: ['GitlabCreateError', 403],
+      groups: ['readers'],
+      member_all: [
+        ['ada', 50],
+        ['yu', 20],
+      ],
+      after_unshare: ['GitlabGetError', 404],
+      group_shared_with: ['readers'],
+      commit_as_developer: 'committed',
+      after_group_unshare: ['GitlabGetError', 404],
+      transferred: 'platform/service',
+      transfer_again: ['GitlabTransferProjectError', 400],
+      group_moved: 'readers/tools',
+      group_top: ['tools', null],
+      group_top_again: ['GitlabGroupTransferError', 400],
     });
   });
 
@@ -249,6 +293,26 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
       kept: ['#ops', false],
       active: ['slack'],
       after_delete: [],
+    });
+  });
+
+  it('merge requests: create, approval rules, approve, merge', async () => {
+    const out = await flow('merge_requests.py');
+    expect(out).toEqual({
+      created: [1, 'opened', 'can_be_merged', 'feature-x', 'main'],
+      listed: [1],
+      duplicate: ['GitlabCreateError', 409],
+      rule: ['Reviewers', 1, ['ada']],
+      bad_rule: ['GitlabCreateError', 400],
+      before: [1, 'not_approved'],
+      blocked: ['GitlabMRClosedError', 405],
+      stale_sha: ['GitlabMRApprovalError', 409],
+      approved: [0, ['ada']],
+      state: [['Reviewers', true]],
+      merged: ['merged', 'ada', true],
+      main_has_x: 'x\n',
+      source_removed: ['GitlabGetError', 404],
+      commits: ['Add x'],
     });
   });
 

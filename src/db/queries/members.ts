@@ -72,11 +72,30 @@ function scopeRows(scope: MemberScope, today: string) {
   }
   const project =
     scope.projectId === null ? sql`FALSE` : sql`(m.source_type = 'project' AND m.source_id = ${scope.projectId})`;
+  const groupIds = sql`${sql.val(scope.groupIds)}::int[]`;
+  const linkActive = (alias: string) =>
+    sql`(${sql.ref(`${alias}.expires_at`)} IS NULL OR ${sql.ref(`${alias}.expires_at`)} > ${today}::date)`;
+  // Members of invited groups (and of their ancestors), at the lower of their level and the link's.
+  const capped = (cap: ReturnType<typeof sql>) => sql`m.id, m.source_type, m.source_id, m.user_id,
+    LEAST(m.access_level, ${cap}) AS access_level, m.expires_at, m.created_by_id, m.requested_at,
+    m.invite_source, m.ldap, m.override, m.created_at, m.updated_at`;
+  const projectLinks =
+    scope.projectId === null
+      ? sql``
+      : sql`UNION ALL SELECT ${capped(sql`pl.group_access`)} FROM project_group_links pl
+          JOIN namespaces sg ON sg.id = pl.group_id
+          JOIN members m ON m.source_type = 'group' AND m.source_id = ANY(sg.traversal_ids)
+          WHERE pl.project_id = ${scope.projectId} AND ${linkActive('pl')} AND ${active}`;
   // Highest level first; among equal levels the longest-lasting, then the oldest membership.
-  return sql`SELECT DISTINCT ON (m.user_id) m.* FROM members m
-    WHERE ${active} AND (${project}
-      OR (m.source_type = 'group' AND m.source_id = ANY(${sql.val(scope.groupIds)}::int[])))
-    ORDER BY m.user_id, m.access_level DESC, m.expires_at DESC NULLS FIRST, m.created_at, m.id`;
+  return sql`SELECT DISTINCT ON (a.user_id) a.* FROM (
+      SELECT m.* FROM members m
+      WHERE ${active} AND (${project} OR (m.source_type = 'group' AND m.source_id = ANY(${groupIds})))
+      ${projectLinks}
+      UNION ALL SELECT ${capped(sql`gl.group_access`)} FROM group_group_links gl
+        JOIN namespaces sg ON sg.id = gl.shared_with_group_id
+        JOIN members m ON m.source_type = 'group' AND m.source_id = ANY(sg.traversal_ids)
+        WHERE gl.shared_group_id = ANY(${groupIds}) AND ${linkActive('gl')} AND ${active}) a
+    ORDER BY a.user_id, a.access_level DESC, a.expires_at DESC NULLS FIRST, a.created_at, a.id`;
 }
 
 function memberConditions(f: MemberListFilter) {

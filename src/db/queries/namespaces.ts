@@ -1,7 +1,7 @@
 import { type Expression, type Insertable, type RawBuilder, type SqlBool, sql, type Updateable } from 'kysely';
 import type { Db } from '../database.js';
 import type { Namespace, NamespacesTable } from '../schema.js';
-import { activeMembership, groupLevelOf, groupVisibleTo, type Viewer } from './access.js';
+import { activeMembership, groupLevelOf, groupVisibleTo, sharedBelowRows, type Viewer } from './access.js';
 
 export function findNamespaceById(db: Db, id: number): Promise<Namespace | undefined> {
   return db.selectFrom('namespaces').selectAll().where('id', '=', id).executeTakeFirst();
@@ -135,7 +135,9 @@ function searchColumns(includeParents: boolean): RawBuilder<string>[] {
 /**
  * SQL: group `g` is related to the user by membership, as GitLab's GroupsFinder lists them for
  * `all_available=false`: groups the user is a member of with their descendants, their ancestors,
- * and the groups (and ancestors) of projects the user is a member of.
+ * the groups (and ancestors) of projects the user is a member of, groups (with their
+ * descendants) shared with a group the user is a member of, and the groups around what is shared
+ * with such a group.
  */
 function groupRelatedTo(userId: number, today: string): Expression<SqlBool> {
   const active = activeMembership(today);
@@ -146,7 +148,13 @@ function groupRelatedTo(userId: number, today: string): Expression<SqlBool> {
   ) OR EXISTS (
     SELECT 1 FROM members m JOIN projects pr ON m.source_type = 'project' AND pr.id = m.source_id
     JOIN namespaces d ON d.id = pr.namespace_id
-    WHERE m.user_id = ${userId} AND ${active} AND g.id = ANY(d.traversal_ids)))`;
+    WHERE m.user_id = ${userId} AND ${active} AND g.id = ANY(d.traversal_ids)
+  ) OR EXISTS (
+    SELECT 1 FROM group_group_links gl JOIN namespaces sg ON sg.id = gl.shared_with_group_id
+    JOIN members m ON m.source_type = 'group' AND m.source_id = ANY(sg.traversal_ids)
+    WHERE gl.shared_group_id = ANY(g.traversal_ids) AND m.user_id = ${userId} AND ${active}
+      AND m.access_level >= 10 AND (gl.expires_at IS NULL OR gl.expires_at > ${today}::date)
+  ) OR EXISTS (${sharedBelowRows(userId, today, sql`g.id`)}))`;
 }
 
 /** SQL: the user holds a direct, active membership of group `g` at `level` or above. */

@@ -140,6 +140,8 @@ export interface ProjectFilter {
   viewer: Viewer;
   /** Only projects in these namespaces. */
   namespaceIds?: number[];
+  /** With `namespaceIds`: also the projects shared with these groups (GitLab's `with_shared`). */
+  sharedWithGroupIds?: number[];
   owned?: boolean;
   membership?: boolean;
   minAccessLevel?: number;
@@ -207,7 +209,15 @@ function projectQuery(db: Db, f: ProjectFilter) {
     .selectFrom('projects as p')
     .innerJoin('namespaces as ns', 'ns.id', 'p.namespace_id')
     .where(projectVisibleTo(f.viewer));
-  if (f.namespaceIds) q = q.where('p.namespace_id', 'in', f.namespaceIds.length > 0 ? f.namespaceIds : [-1]);
+  if (f.namespaceIds) {
+    const inNamespaces = sql<SqlBool>`p.namespace_id = ANY(${sql.val(f.namespaceIds)}::int[])`;
+    const shared = f.sharedWithGroupIds?.length
+      ? sql<SqlBool>`EXISTS (SELECT 1 FROM project_group_links pl WHERE pl.project_id = p.id
+          AND pl.group_id = ANY(${sql.val(f.sharedWithGroupIds)}::int[])
+          AND (pl.expires_at IS NULL OR pl.expires_at > ${f.viewer.today}::date))`
+      : sql<SqlBool>`FALSE`;
+    q = q.where(sql<SqlBool>`(${inNamespaces} OR ${shared})`);
+  }
   const userId = f.viewer.userId;
   if (userId !== null) {
     const level = projectLevelOf(userId, f.viewer.today);
