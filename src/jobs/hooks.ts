@@ -10,6 +10,7 @@ import {
 } from '../services/hook-delivery.js';
 import type { PushChange } from '../services/hook-payloads.js';
 import { deliverIntegration } from '../services/integration-delivery.js';
+import { MERGE_REQUEST_HOOKS_JOB, runMergeRequestHooks } from '../services/merge-request-hooks.js';
 import { type HookTrigger, PROJECT_HOOKS_JOB, PUSH_HOOKS_JOB } from '../services/webhooks.js';
 import { databaseNow, type RecurringSchedule, recurringJob, scheduleNextRun } from './recurring.js';
 import type { JobKind } from './worker.js';
@@ -58,6 +59,16 @@ export const pushHooksJob: JobKind = {
   },
 };
 
+/** A merge request event: its payload built in the background, then fanned out. */
+export const mergeRequestHooksJob: JobKind = {
+  kind: MERGE_REQUEST_HOOKS_JOB,
+  forgetDone: true,
+  async run(ctx) {
+    const p = ctx.job.payload;
+    await runMergeRequestHooks(ctx.deps, Number(p.merge_request_id), String(p.action), Number(p.user_id));
+  },
+};
+
 /** One payload to one webhook; retried with the queue's back-off, each try in the delivery log. */
 export const webhookDeliveryJob: JobKind = {
   kind: WEBHOOK_DELIVERY_JOB,
@@ -102,6 +113,7 @@ export const integrationDeliveryJob: JobKind = {
 export const HOOK_JOB_KINDS: JobKind[] = [
   projectHooksJob,
   pushHooksJob,
+  mergeRequestHooksJob,
   webhookDeliveryJob,
   integrationDeliveryJob,
   deliveryLogPruneJob,

@@ -269,7 +269,7 @@ export function branchFilterMatches(strategy: string, filter: string | null, bra
 }
 
 /** Whether the project has anything that listens: a webhook or an active integration. */
-async function hasListeners(db: Executor, projectId: number): Promise<boolean> {
+export async function hasListeners(db: Executor, projectId: number): Promise<boolean> {
   const hook = await db
     .selectFrom('web_hooks')
     .select('id')

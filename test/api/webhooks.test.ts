@@ -675,6 +675,51 @@ describe('push hooks delivered', () => {
     ).toEqual(['/mr Merge Request Hook merge_request', '/pipes Pipeline Hook pipeline']);
   });
 
+  it('merge requests: opened and closed reach the hooks with GitLab merge request payload', async () => {
+    await allowLocal();
+    const { project } = await makeSampleProject(app, owner);
+    await addHook(project, { url: `${receiver.url}/mr-hook`, push_events: false, merge_requests_events: true });
+    const dir = await workClone(project);
+    const target = await git(['rev-parse', '--abbrev-ref', 'HEAD'], dir);
+    await git(['checkout', '--quiet', '-b', 'feature-hooks'], dir);
+    const head = await commitFile(dir, 'feature.txt', 'feature\n', 'Add the feature');
+    await git(['push', '--quiet', 'origin', 'feature-hooks'], dir);
+    const opened = await app.request(`/projects/${project.id}/merge_requests`, {
+      method: 'POST',
+      token: ownerToken,
+      body: { source_branch: 'feature-hooks', target_branch: target, title: 'Draft: the feature' },
+    });
+    expect(opened.status, opened.text).toBe(201);
+    const closed = await app.request(`/projects/${project.id}/merge_requests/${opened.body.iid}`, {
+      method: 'PUT',
+      token: ownerToken,
+      body: { state_event: 'close' },
+    });
+    expect(closed.status, closed.text).toBe(200);
+    await drainAll();
+    expect(receiver.requests).toHaveLength(2);
+    for (const r of receiver.requests) expect(r.headers['x-gitlab-event']).toBe('Merge Request Hook');
+    const [open, close] = receiver.requests.map((r) => r.json);
+    expect(open).toMatchObject({
+      object_kind: 'merge_request',
+      event_type: 'merge_request',
+      user: { id: owner.id, username: owner.username, name: 'Hook Owner' },
+      project: { id: project.id, path_with_namespace: project.full_path },
+      object_attributes: {
+        iid: opened.body.iid,
+        source_branch: 'feature-hooks',
+        target_branch: target,
+        title: 'Draft: the feature',
+        draft: true,
+        url: `${app.baseUrl}/${project.full_path}/-/merge_requests/${opened.body.iid}`,
+        last_commit: { id: head, title: 'Add the feature' },
+      },
+      repository: { name: project.name },
+    });
+    // Each payload is built when its job runs: the action tells which event it was.
+    expect([open.object_attributes.action, close.object_attributes.action]).toEqual(['open', 'close']);
+  });
+
   it('POST /hooks/:hook_id/test/push_events sends a sample push now', async () => {
     await allowLocal();
     const { project } = await makeSampleProject(app, owner);
