@@ -26,6 +26,7 @@ import { registerPagesDomainRoutes } from './api/pages-domains.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
 import { registerProjectHookRoutes } from './api/project-hooks.js';
 import { registerProjectRoutes } from './api/projects.js';
+import { registerProtectedBranchRoutes } from './api/protected-branches.js';
 import { registerRepositoryRoutes } from './api/repository.js';
 import { registerRepositoryOperationRoutes } from './api/repository-operations.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
@@ -79,6 +80,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerRepositoryOperationRoutes,
   registerBranchWriteRoutes,
   registerTagWriteRoutes,
+  registerProtectedBranchRoutes,
   registerChangelogRoutes,
   registerMergeRequestRoutes,
   registerApprovalRoutes,

@@ -229,9 +229,35 @@ export interface DB {
   approval_project_rules: ApprovalProjectRulesTable;
   approval_merge_request_rules: ApprovalMergeRequestRulesTable;
   project_approval_settings: ProjectApprovalSettingsTable;
+  protected_branches: ProtectedBranchesTable;
+  protected_branch_push_access_levels: ProtectedBranchAccessLevelsTable & { deploy_key_id: number | null };
+  protected_branch_merge_access_levels: ProtectedBranchAccessLevelsTable;
+  protected_branch_unprotect_access_levels: ProtectedBranchAccessLevelsTable;
   web_hooks: WebHooksTable;
   integrations: IntegrationsTable;
   hook_deliveries: HookDeliveriesTable;
+}
+
+/** A protected branch name or wildcard (GitLab's protected_branches). */
+export interface ProtectedBranchesTable {
+  id: Generated<number>;
+  project_id: number;
+  name: string;
+  allow_force_push: Generated<boolean>;
+  code_owner_approval_required: Generated<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** Who may push, merge or unprotect: exactly one of a role, a user or a group per row. */
+export interface ProtectedBranchAccessLevelsTable {
+  id: Generated<number>;
+  protected_branch_id: number;
+  access_level: number | null;
+  user_id: number | null;
+  group_id: number | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 type IntArray = ColumnType<number[], number[] | undefined, number[]>;

@@ -20,7 +20,7 @@ import type { AppContext, AppState } from '../http/context.js';
 import { ApiError } from '../http/errors.js';
 import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
-import { isProtectedBranch, pushLevelFor } from '../policies/branch-protection.js';
+import { canDeleteProtectedBranch } from '../policies/branch-protection.js';
 import { resolveActor, type ScopeRule } from '../services/auth.js';
 import type { Deps } from '../services/deps.js';
 import {
@@ -32,6 +32,7 @@ import {
 } from '../services/instance-access.js';
 import { checkUserPassword, isAccessLocked } from '../services/password-auth.js';
 import { findProjectAndNamespace } from '../services/projects.js';
+import { protectDefaultBranch, pushRulesForHook, renameProtectedBranch } from '../services/protected-branches.js';
 import { recordRefChanges } from '../services/push-events.js';
 import { acquireWriteLease } from '../services/write-leases.js';
 
@@ -214,18 +215,20 @@ async function serve(ctx: AppContext, access: GitAccess, service: GitService): P
   let git: ReturnType<typeof runService>;
   let logDir: string;
   try {
-    // Our hooks enforce protection; post-receive tells us what changed.
-    logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
+    // Our hooks enforce protection (the caller's verdict per protected branch, in a file: a
+    // project may have more rules than an environment variable holds); post-receive tells us
+    // what changed.
     const { project } = access;
-    const defaultBranch = project.default_branch ?? '';
-    const canPushDefault = access.policy.level >= pushLevelFor(project, defaultBranch);
+    const rules = await pushRulesForHook(deps, project, access.policy);
+    logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
+    await fs.writeFile(path.join(logDir, 'protected'), `${rules}\n`);
     git = runService(access.gitDir, service, requestBody(ctx), {
       protocol,
       config: { 'core.hooksPath': receiveHooksDir() },
       env: {
-        DEPOT_DEFAULT_BRANCH: defaultBranch,
-        DEPOT_DEFAULT_BRANCH_PROTECTED: isProtectedBranch(project, defaultBranch) ? '1' : '0',
-        DEPOT_CAN_PUSH_PROTECTED: canPushDefault ? '1' : '0',
+        DEPOT_DEFAULT_BRANCH: project.default_branch ?? '',
+        DEPOT_PROTECTED_FILE: path.join(logDir, 'protected'),
+        DEPOT_CAN_DELETE_PROTECTED: canDeleteProtectedBranch(access.policy) ? '1' : '0',
         DEPOT_PUSH_LOG: path.join(logDir, 'refs'),
       },
     });
@@ -257,7 +260,15 @@ async function afterPush(deps: Deps, access: GitAccess, pushLog: string): Promis
     if (created) {
       const branch = created.ref.slice('refs/heads/'.length);
       await setHeadBranch(gitDir, branch);
-      await deps.db.updateTable('projects').set({ default_branch: branch }).where('id', '=', project.id).execute();
+      // GitLab protects the default branch its first push names (ProtectDefaultBranchService):
+      // the rule made at creation for the branch named then follows the default branch.
+      await deps.db.transaction().execute(async (tx) => {
+        await tx.updateTable('projects').set({ default_branch: branch }).where('id', '=', project.id).execute();
+        if (project.default_branch && project.default_branch !== branch) {
+          await renameProtectedBranch(tx, project.id, project.default_branch, branch);
+        }
+        await protectDefaultBranch(tx, project, branch, deps.clock.now());
+      });
     }
   }
   await recordRefChanges(deps, project, access.user, gitDir, updates);

@@ -316,6 +316,30 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('protected branches: a wildcard with a user grant, enforced on commits, then unprotected', async () => {
+    const out = await flow('protected_branches.py');
+    expect(out).toEqual({
+      default: [['main', [40]]],
+      created: [
+        'release/*',
+        [
+          [0, false, 'No one'],
+          [null, true, 'Linus'],
+        ],
+        ['Developers + Maintainers'],
+        false,
+      ],
+      get: ['release/*', true],
+      duplicate: ['GitlabCreateError', 409],
+      names: ['main', 'release/*'],
+      dev_main: ['GitlabCreateError', 403],
+      dev_release: 'try',
+      branch_flags: [true, false],
+      after_delete: ['main'],
+      gone: ['GitlabGetError', 404],
+    });
+  });
+
   describe.skipIf(lacks(GITLAB_CLI))('the command line', () => {
     let config: string;
     let project: { id: number; path_with_namespace: string };
