@@ -10,6 +10,7 @@ import { buildPushPayload, type PushChange } from './hook-payloads.js';
 import { INTEGRATION_KINDS } from './integration-catalog.js';
 import { eventEnabled } from './integrations.js';
 import { outboundOptions } from './outbound.js';
+import { protectedBranchRules } from './protected-branches.js';
 import { branchFilterMatches, HOOK_LOG_NAMES, HOOK_TRIGGERS, type HookTrigger, openWith } from './webhooks.js';
 
 export const WEBHOOK_DELIVERY_JOB = 'webhook_delivery';
@@ -98,7 +99,11 @@ export async function runPushHooks(
   const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
   const events: HookEvent[] = [];
   for (const change of changes) {
-    const data = await buildPushPayload(deps.config.baseUrl, project, namespace, user, gitDir, change);
+    const branch = branchOf(change.ref);
+    const refProtected = branch !== null && (await protectedBranchRules(deps, project.id, branch)) !== null;
+    const data = await buildPushPayload(deps.config.baseUrl, project, namespace, user, gitDir, change, {
+      refProtected,
+    });
     const isTag = change.ref.startsWith('refs/tags/');
     events.push({ trigger: isTag ? 'tag_push_events' : 'push_events', data, branch: branchOf(change.ref) });
   }

@@ -132,6 +132,7 @@ export async function buildPushPayload(
   user: User,
   gitDir: string,
   change: PushChange,
+  options: { refProtected?: boolean } = {},
 ): Promise<Record<string, unknown>> {
   const isTag = change.ref.startsWith('refs/tags/');
   const webUrl = `${baseUrl}/${project.full_path}`;
@@ -169,7 +170,7 @@ export async function buildPushPayload(
     before: change.before,
     after: change.after,
     ref: change.ref,
-    ref_protected: false,
+    ref_protected: options.refProtected ?? false,
     checkout_sha: checkoutSha,
     message,
     user_id: user.id,

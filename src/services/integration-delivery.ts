@@ -8,6 +8,7 @@ import type { Deps } from './deps.js';
 import { sendLogged } from './hook-delivery.js';
 import { INTEGRATION_KINDS, type IntegrationKind } from './integration-catalog.js';
 import { eventEnabled, settingsForDelivery, splitEmails } from './integrations.js';
+import { protectedBranchRules } from './protected-branches.js';
 import { HOOK_LOG_NAMES, HOOK_TRIGGERS, type HookTrigger } from './webhooks.js';
 
 /** One event for one integration, as the delivery job carries it. */
@@ -38,13 +39,22 @@ interface Context {
 }
 
 /**
- * GitLab's `branches_to_be_notified`: `all`, or the default branch for `default`; `protected`
- * and `default_and_protected` take the default branch too (it is the branch Depot protects).
- * Tags and events without a branch always pass.
+ * GitLab's `branches_to_be_notified`: `all`; `default` (the default branch); `protected` (a
+ * branch a protected branch rule matches); `default_and_protected` (either). Tags and events
+ * without a branch always pass.
  */
-export function branchNotified(setting: unknown, branch: string | null, defaultBranch: string | null): boolean {
+export async function branchNotified(
+  deps: Deps,
+  project: Project,
+  setting: unknown,
+  branch: string | null,
+): Promise<boolean> {
   if (branch === null || setting === 'all') return true;
-  return branch === (defaultBranch ?? 'main');
+  const isDefault = branch === (project.default_branch ?? 'main');
+  if (setting === 'default' || setting === undefined || setting === null) return isDefault;
+  const isProtected = (await protectedBranchRules(deps, project.id, branch)) !== null;
+  if (setting === 'protected') return isProtected;
+  return isDefault || isProtected;
 }
 
 /** The branch of a pipeline payload, or null for a tag pipeline. */
@@ -92,15 +102,15 @@ export async function deliverIntegration(
   switch (kind.delivery) {
     case 'chat': {
       const scope = ctx.settings.notify_only_default_branch === true ? 'default' : ctx.settings.branches_to_be_notified;
-      if (!branchNotified(scope, branch, found.project.default_branch)) return;
+      if (!(await branchNotified(deps, found.project, scope, branch))) return;
       if (event.trigger === 'pipeline_events' && !pipelineNotified(ctx.settings, event.data)) return;
       return deliverChat(ctx);
     }
     case 'email_push':
-      if (!branchNotified(ctx.settings.branches_to_be_notified ?? 'all', branch, found.project.default_branch)) return;
+      if (!(await branchNotified(deps, found.project, ctx.settings.branches_to_be_notified ?? 'all', branch))) return;
       return sendPushEmail(ctx);
     case 'email_pipeline':
-      if (!branchNotified(ctx.settings.branches_to_be_notified, branch, found.project.default_branch)) return;
+      if (!(await branchNotified(deps, found.project, ctx.settings.branches_to_be_notified, branch))) return;
       if (!pipelineNotified(ctx.settings, event.data)) return;
       return sendPipelineEmail(ctx);
     case 'build':

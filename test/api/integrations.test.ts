@@ -460,6 +460,23 @@ describe('integration delivery', () => {
       `[Git][${project.full_path}][${branch}] Side work`,
     ]);
     expect(sink.mails.every((m) => !m.text.includes('+side'))).toBe(true);
+
+    // `protected`: a branch a protected branch rule matches (and not the default branch unless protected).
+    receiver.requests = [];
+    await put(project, 'slack', { branches_to_be_notified: 'protected' });
+    const protectedRes = await app.request(`/projects/${project.id}/protected_branches`, {
+      method: 'POST',
+      token: ownerToken,
+      body: { name: 'rel-*' },
+    });
+    expect(protectedRes.status, protectedRes.text).toBe(201);
+    await commitFile(dir, 'rel.txt', 'rel\n', 'Release work');
+    await git(['push', '--quiet', 'origin', 'HEAD:refs/heads/rel-1', 'HEAD:refs/heads/other-1'], dir);
+    await drainAll();
+    expect(receiver.requests.filter((r) => r.path === '/slack').map((r) => r.json.text)).toEqual([
+      expect.stringContaining('pushed new branch'),
+    ]);
+    expect(receiver.requests.find((r) => r.path === '/slack')!.json.text).toContain('rel-1');
   });
 
   it('pipelines: notify_only_broken_pipelines for chat, pipelines-email through queueProjectHooks', async () => {
