@@ -11,6 +11,7 @@ import * as gitHttp from './git-http.js';
 import { type Measurement, report } from './harness.js';
 import * as repository from './repository.js';
 import * as repositoryOperations from './repository-operations.js';
+import * as runnerPoll from './runner-poll.js';
 import * as server from './server.js';
 import * as startupAndApi from './startup-and-api.js';
 import * as storageMove from './storage-move.js';
@@ -27,6 +28,7 @@ const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   archives,
   'repository-operations': repositoryOperations,
   events,
+  'runner-poll': runnerPoll,
 };
 
 const wanted = process.argv.slice(2);

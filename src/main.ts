@@ -4,6 +4,7 @@ import { createApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { EmbeddedPostgresError } from './db/embedded-postgres.js';
 import { checkGitVersion } from './git/command.js';
+import { scheduleCiJobs } from './jobs/ci.js';
 import { scheduleDormantUsersJob } from './jobs/dormant-users.js';
 import { scheduleHookJobs } from './jobs/hooks.js';
 import { JOB_KINDS } from './jobs/kinds.js';
@@ -64,6 +65,8 @@ async function main(): Promise<void> {
   await scheduleDormantUsersJob(runtime.deps);
   await schedulePagesDomainsJob(runtime.deps);
   await scheduleHookJobs(runtime.deps);
+  // Hourly: CI jobs stuck pending or past their timeout are failed.
+  await scheduleCiJobs(runtime.deps);
   logger.info({ git: gitVersion, database: runtime.database.kind, workers: config.workers }, 'Depot is starting');
   if (config.workers === 1) await serve(config, runtime, runtime.owner);
   else await superviseWorkers(config, runtime);

@@ -35,6 +35,8 @@ export const LOOKUP_TABLES = {
     'protected_branch_merge_access_levels',
     'protected_branch_unprotect_access_levels',
   ],
+  /** Whether any CI job waits for a runner: idle runner polls then skip the claim (issue 19). */
+  ciPendingBuilds: ['ci_builds'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type LookupKind = keyof typeof LOOKUP_TABLES;

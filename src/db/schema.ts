@@ -233,6 +233,13 @@ export interface DB {
   protected_branch_push_access_levels: ProtectedBranchAccessLevelsTable & { deploy_key_id: number | null };
   protected_branch_merge_access_levels: ProtectedBranchAccessLevelsTable;
   protected_branch_unprotect_access_levels: ProtectedBranchAccessLevelsTable;
+  ci_registration_tokens: CiRegistrationTokensTable;
+  ci_runners: CiRunnersTable;
+  ci_runner_projects: CiRunnerProjectsTable;
+  ci_runner_namespaces: CiRunnerNamespacesTable;
+  ci_pipelines: CiPipelinesTable;
+  ci_builds: CiBuildsTable;
+  ci_build_trace_chunks: CiBuildTraceChunksTable;
   web_hooks: WebHooksTable;
   integrations: IntegrationsTable;
   hook_deliveries: HookDeliveriesTable;
@@ -721,3 +728,116 @@ export interface SecurityAdvisoriesTable {
   modified_at: NullableTimestamp;
   withdrawn_at: NullableTimestamp;
 }
+export type RunnerType = 'instance_type' | 'group_type' | 'project_type';
+export type RegistrationScope = 'instance' | 'group' | 'project';
+
+export interface CiRegistrationTokensTable {
+  scope: RegistrationScope;
+  /** The group or project id; 0 for the instance. */
+  scope_id: number;
+  token_digest: string;
+  /** The token sealed with the instance key (src/lib/secret-box.ts), to be shown again. */
+  token_sealed: string;
+  created_at: Timestamp;
+}
+
+export interface CiRunnersTable {
+  id: Generated<number>;
+  runner_type: RunnerType;
+  token_digest: string;
+  description: Generated<string>;
+  active: Generated<boolean>;
+  locked: Generated<boolean>;
+  run_untagged: Generated<boolean>;
+  access_level: Generated<string>;
+  maximum_timeout: number | null;
+  tag_list: ColumnType<string[], string[] | undefined, string[]>;
+  name: string | null;
+  version: string | null;
+  revision: string | null;
+  platform: string | null;
+  architecture: string | null;
+  ip_address: string | null;
+  contacted_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CiRunnerProjectsTable {
+  runner_id: number;
+  project_id: number;
+  created_at: Timestamp;
+}
+
+export interface CiRunnerNamespacesTable {
+  runner_id: number;
+  namespace_id: number;
+}
+
+export interface CiPipelinesTable {
+  id: Generated<number>;
+  iid: number;
+  project_id: number;
+  ref: string;
+  tag: boolean;
+  sha: string;
+  before_sha: string;
+  status: string;
+  source: string;
+  protected: boolean;
+  user_id: number | null;
+  yaml_errors: string | null;
+  variables: Json<{ key: string; value: string }[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface CiBuildsTable {
+  id: Generated<number>;
+  pipeline_id: number;
+  project_id: number;
+  name: string;
+  stage: string;
+  stage_idx: number;
+  status: string;
+  when: string;
+  allow_failure: boolean;
+  /** A later try of the same job replaced this one. */
+  retried: Generated<boolean>;
+  needs: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
+  tag_list: ColumnType<string[], string[] | undefined, string[]>;
+  options: Json<Record<string, unknown>>;
+  ref: string;
+  tag: boolean;
+  sha: string;
+  protected: boolean;
+  /** Seconds the job may run. */
+  timeout: number;
+  user_id: number | null;
+  runner_id: number | null;
+  token_digest: string | null;
+  failure_reason: string | null;
+  exit_code: number | null;
+  coverage: number | null;
+  trace_size: Generated<number>;
+  artifacts_file: string | null;
+  artifacts_size: ColumnType<string | null, number | null | undefined, number | null>;
+  artifacts_expire_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  queued_at: NullableTimestamp;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface CiBuildTraceChunksTable {
+  build_id: number;
+  offset: number;
+  data: Buffer;
+}
+
+export type Runner = Selectable<CiRunnersTable>;
+export type Pipeline = Selectable<CiPipelinesTable>;
+export type Build = Selectable<CiBuildsTable>;

@@ -1,4 +1,5 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
+import { createPipelineJob, stuckBuildsJob } from './ci.js';
 import { dormantUsersJob } from './dormant-users.js';
 import { eventsPurgeJob, eventsRetentionJob } from './events.js';
 import { HOOK_JOB_KINDS } from './hooks.js';
@@ -26,5 +27,7 @@ export const JOB_KINDS: JobKind[] = [
   eventsRetentionJob,
   eventsPurgeJob,
   deleteUserJob,
+  createPipelineJob,
+  stuckBuildsJob,
   ...HOOK_JOB_KINDS,
 ];

@@ -22,6 +22,7 @@ import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js'
 import { AccessLevel } from '../policies/access-levels.js';
 import { canDeleteProtectedBranch } from '../policies/branch-protection.js';
 import { resolveActor, type ScopeRule } from '../services/auth.js';
+import { findRunningBuildByToken } from '../services/ci/builds.js';
 import type { Deps } from '../services/deps.js';
 import {
   gitOverHttpAllowed,
@@ -133,7 +134,9 @@ export interface GitAccess {
 export async function authorizeGit(ctx: AppContext, fullPath: string, service: GitService): Promise<GitAccess> {
   const deps = ctx.state.deps;
   const push = service === 'git-receive-pack';
-  const user = await gitUser(deps, basicCredentials(ctx), push);
+  const credentials = basicCredentials(ctx);
+  if (credentials?.login === JOB_TOKEN_LOGIN) return authorizeJobToken(deps, credentials.password, fullPath, push);
+  const user = await gitUser(deps, credentials, push);
   const found = fullPath.includes('/') ? await findProjectAndNamespace(deps, fullPath) : undefined;
   // Anonymous callers are asked for credentials before anything is revealed.
   if (!user && (push || !found)) throw deny();
@@ -158,6 +161,28 @@ export async function authorizeGit(ctx: AppContext, fullPath: string, service: G
     if (!policy.can('push_code')) throw new GitHttpError(403, MESSAGES.push);
     if (project.repository_read_only) throw new GitHttpError(403, MESSAGES.readOnly);
   }
+  const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
+  return { project, namespace, policy, user, gitDir };
+}
+
+/** The login with which a CI job clones its project using its job token (CI_JOB_TOKEN). */
+const JOB_TOKEN_LOGIN = 'gitlab-ci-token';
+
+/**
+ * A running job's token reads its own project's repository, as the job's user may, and nothing
+ * else: other projects are not found, pushes are refused, and the token stops when the job ends.
+ */
+async function authorizeJobToken(deps: Deps, token: string, fullPath: string, push: boolean): Promise<GitAccess> {
+  const build = await findRunningBuildByToken(deps, token);
+  if (!build) throw deny();
+  const found = fullPath.includes('/') ? await findProjectAndNamespace(deps, fullPath) : undefined;
+  if (!found || found.project.id !== build.project_id) throw new GitHttpError(404, MESSAGES.notFound);
+  if (push) throw new GitHttpError(403, MESSAGES.push);
+  if (!(await gitOverHttpAllowed(deps))) throw new GitHttpError(403, gitProtocolRefusal('http'));
+  const { project, namespace } = found;
+  const user = build.user_id ? ((await findUserByIdOrUsername(deps.db, String(build.user_id))) ?? null) : null;
+  const policy = await loadProjectPolicy(deps, user, project, namespace);
+  if (!policy.can('read_code')) throw new GitHttpError(403, MESSAGES.download);
   const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
   return { project, namespace, policy, user, gitDir };
 }

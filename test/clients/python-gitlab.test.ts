@@ -265,6 +265,37 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('runners, pipelines and jobs', async () => {
+    const out = await flow('ci.py');
+    expect(out).toEqual({
+      registered: [true, true],
+      verified: true,
+      bad_token: ['GitlabCreateError', 403],
+      runner: ['py-runner', 'not_connected', 'project_type', ['py']],
+      renamed: 'renamed',
+      project_runners: [true],
+      all_runners: true,
+      pipeline: ['pending', 'main', 'api'],
+      jobs: [
+        ['build', 'pending'],
+        ['test', 'created'],
+      ],
+      patched: [202, '0-6'],
+      trace: 'built\n',
+      after_build: [
+        ['build', 'success'],
+        ['test', 'pending'],
+      ],
+      runner_jobs: true,
+      online: 'online',
+      canceled: 'canceled',
+      // The canceled test job runs again; with build done, the pipeline is running.
+      retried: 'running',
+      disable_only: ['GitlabDeleteError', 403],
+      deleted: ['GitlabGetError', 404],
+    });
+  });
+
   it('application settings, plan limits and the audit trail', async () => {
     const out = await flow('settings.py');
     expect(out).toEqual({
