@@ -18,6 +18,7 @@ import { registerErrorTrackingRoutes } from './api/error-tracking.js';
 import { registerEventRoutes } from './api/events.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
+import { registerIntegrationRoutes } from './api/integrations.js';
 import { registerMemberRoutes } from './api/members.js';
 import { registerMergeRequestRoutes } from './api/merge-requests.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
@@ -25,6 +26,7 @@ import { oauthRoutes } from './api/oauth.js';
 import { registerPagesDomainRoutes } from './api/pages-domains.js';
 import { registerPipelineRoutes } from './api/pipelines.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
+import { registerProjectHookRoutes } from './api/project-hooks.js';
 import { registerProjectRoutes } from './api/projects.js';
 import { registerProtectedBranchRoutes } from './api/protected-branches.js';
 import { registerRepositoryRoutes } from './api/repository.js';
@@ -99,6 +101,8 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerRunnerRoutes,
   registerRunnerJobRoutes,
   registerPipelineRoutes,
+  registerProjectHookRoutes,
+  registerIntegrationRoutes,
 ];
 
 export interface CreateAppOptions {

@@ -240,6 +240,9 @@ export interface DB {
   ci_pipelines: CiPipelinesTable;
   ci_builds: CiBuildsTable;
   ci_build_trace_chunks: CiBuildTraceChunksTable;
+  web_hooks: WebHooksTable;
+  integrations: IntegrationsTable;
+  hook_deliveries: HookDeliveriesTable;
 }
 
 /** A protected branch name or wildcard (GitLab's protected_branches). */
@@ -359,6 +362,59 @@ export type MergeRequest = Selectable<MergeRequestsTable>;
 export type ApprovalProjectRule = Selectable<ApprovalProjectRulesTable>;
 export type ApprovalMergeRequestRule = Selectable<ApprovalMergeRequestRulesTable>;
 export type ProjectApprovalSettings = Selectable<ProjectApprovalSettingsTable>;
+
+export interface WebHooksTable {
+  id: Generated<number>;
+  project_id: number;
+  url: string;
+  name: string | null;
+  description: string | null;
+  /** The secret token sealed with the instance key (src/lib/secret-box.ts). */
+  sealed_token: string | null;
+  /** Event flags by GitLab's name (`push_events`: true). */
+  events: Json<Record<string, boolean>>;
+  enable_ssl_verification: Generated<boolean>;
+  push_events_branch_filter: string | null;
+  branch_filter_strategy: Generated<string>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type WebHook = Selectable<WebHooksTable>;
+
+export interface IntegrationsTable {
+  id: Generated<number>;
+  project_id: number;
+  slug: string;
+  active: Generated<boolean>;
+  events: Json<Record<string, boolean>>;
+  /** Settings that are not secret. */
+  properties: Json<Record<string, unknown>>;
+  /** Secret settings, each sealed with the instance key. */
+  sealed_secrets: Json<Record<string, string>>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type Integration = Selectable<IntegrationsTable>;
+
+export interface HookDeliveriesTable {
+  id: Generated<number>;
+  project_id: number;
+  web_hook_id: number | null;
+  integration_id: number | null;
+  trigger: string;
+  url: string;
+  attempt: number;
+  /** `delivered`, `retrying` or `failed`. */
+  state: string;
+  request_headers: Json<Record<string, string>>;
+  request_data: Json<unknown>;
+  response_status: string | null;
+  response_body: string | null;
+  internal_error_message: string | null;
+  execution_duration: Generated<number>;
+  created_at: Timestamp;
+}
+export type HookDelivery = Selectable<HookDeliveriesTable>;
 
 export interface RepositoryHousekeepingTable {
   project_id: number;

@@ -12,6 +12,7 @@ import { ciConfigPath } from './ci/pipelines.js';
 import type { Deps } from './deps.js';
 import { refreshMergeRequestsForPush } from './merge-request-refresh.js';
 import { scheduleRepositoryMaintenance } from './repository-maintenance.js';
+import { queuePushHooks } from './webhooks.js';
 
 /** Above this many refs of one kind and action, GitLab records one bulk event with `ref_count`. */
 const BULK_PUSH_THRESHOLD = 3;
@@ -163,8 +164,9 @@ async function recordPushEvents(
 
 /**
  * What GitLab's post-receive does for every ref change, whether from `git push` or from an API
- * write (GitLab writes those through Gitaly with the same hooks): `pushed` events, the project's
- * last activity, merge requests from and into the pushed branches, and upkeep of its repository.
+ * write (GitLab writes those through Gitaly with the same hooks): `pushed` events and the push
+ * hooks of webhooks and integrations (queued in one transaction), the project's last activity,
+ * merge requests from and into the pushed branches, and upkeep of its repository.
  */
 export async function recordRefChanges(
   deps: Deps,
@@ -174,7 +176,16 @@ export async function recordRefChanges(
   updates: RefUpdate[],
 ): Promise<void> {
   if (updates.length === 0) return;
-  await recordPushEvents(deps, project, user, gitDir, updates);
+  await deps.db.transaction().execute(async (trx) => {
+    const inTransaction = { ...deps, db: trx };
+    await recordPushEvents(inTransaction, project, user, gitDir, updates);
+    await queuePushHooks(
+      trx,
+      project,
+      user,
+      updates.map((u) => ({ ref: u.ref, before: u.oldId, after: u.newId })),
+    );
+  });
   await updateProject(deps.db, project.id, { last_activity_at: deps.clock.now() });
   await refreshMergeRequestsForPush(deps, project, gitDir, updates);
   await queuePushPipelines(deps, project, user, gitDir, updates);

@@ -311,6 +311,22 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('project webhooks and integrations', async () => {
+    const out = await flow('hooks.py');
+    expect(out).toEqual({
+      created: [true, true, false, false],
+      listed: true,
+      saved: [true, 'main'],
+      refused: ['GitlabCreateError', 422],
+      deleted: ['GitlabGetError', 404],
+      missing: ['GitlabUpdateError', 400],
+      slack: [true, false, '#dev', false],
+      kept: ['#ops', false],
+      active: ['slack'],
+      after_delete: [],
+    });
+  });
+
   it('merge requests: create, approval rules, approve, merge', async () => {
     const out = await flow('merge_requests.py');
     expect(out).toEqual({

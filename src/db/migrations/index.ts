@@ -20,6 +20,7 @@ import * as m0018 from './0018-protected-branches.js';
 import * as m0019 from './0019-merge-requests.js';
 import * as m0020 from './0020-ci.js';
 import * as m0021 from './0021-pages-error-tracking.js';
+import * as m0022 from './0022-hooks-integrations.js';
 
 /** Every migration in order. Names never change once landed. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '0019-merge-requests': m0019,
   '0020-ci': m0020,
   '0021-pages-error-tracking': m0021,
+  '0022-hooks-integrations': m0022,
 };
