@@ -11,6 +11,7 @@ import {
 import type { PushChange } from '../services/hook-payloads.js';
 import { deliverIntegration } from '../services/integration-delivery.js';
 import { MERGE_REQUEST_HOOKS_JOB, runMergeRequestHooks } from '../services/merge-request-hooks.js';
+import { PIPELINE_HOOKS_JOB, runPipelineHooks } from '../services/pipeline-hooks.js';
 import { type HookTrigger, PROJECT_HOOKS_JOB, PUSH_HOOKS_JOB } from '../services/webhooks.js';
 import { databaseNow, type RecurringSchedule, recurringJob, scheduleNextRun } from './recurring.js';
 import type { JobKind } from './worker.js';
@@ -69,6 +70,16 @@ export const mergeRequestHooksJob: JobKind = {
   },
 };
 
+/** A pipeline's status change: its payload built in the background, then fanned out. */
+export const pipelineHooksJob: JobKind = {
+  kind: PIPELINE_HOOKS_JOB,
+  forgetDone: true,
+  async run(ctx) {
+    const p = ctx.job.payload;
+    await runPipelineHooks(ctx.deps, Number(p.pipeline_id), String(p.status));
+  },
+};
+
 /** One payload to one webhook; retried with the queue's back-off, each try in the delivery log. */
 export const webhookDeliveryJob: JobKind = {
   kind: WEBHOOK_DELIVERY_JOB,
@@ -114,6 +125,7 @@ export const HOOK_JOB_KINDS: JobKind[] = [
   projectHooksJob,
   pushHooksJob,
   mergeRequestHooksJob,
+  pipelineHooksJob,
   webhookDeliveryJob,
   integrationDeliveryJob,
   deliveryLogPruneJob,

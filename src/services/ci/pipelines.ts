@@ -8,6 +8,7 @@ import { readTreeEntry } from '../../git/tree.js';
 import { isValidBranchName } from '../../git/validate.js';
 import { getApplicationSettings } from '../application-settings.js';
 import type { Deps } from '../deps.js';
+import { queuePipelineHooks } from '../pipeline-hooks.js';
 import { protectedBranchRules } from '../protected-branches.js';
 import { type CiConfig, type CiJob, matchRules, parseCiConfig, refsMatch } from './config.js';
 
@@ -429,7 +430,7 @@ export async function processPipeline(db: Executor, pipelineId: number, now: Dat
             .filter((d) => d !== null)
             .sort()[0] ?? now)
         : null);
-    return tx
+    const updated = await tx
       .updateTable('ci_pipelines')
       .set({
         status,
@@ -440,6 +441,9 @@ export async function processPipeline(db: Executor, pipelineId: number, now: Dat
       .where('id', '=', pipelineId)
       .returningAll()
       .executeTakeFirst();
+    // Webhooks and integrations hear of every status change (GitLab's Pipeline Hook).
+    if (updated && updated.status !== pipeline.status) await queuePipelineHooks(tx, updated);
+    return updated;
   };
   if ('isTransaction' in db && db.isTransaction) return run(db as Transaction<DB>);
   return (db as Deps['db']).transaction().execute(run);
