@@ -1,5 +1,6 @@
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
+import { gunzipSync } from 'node:zlib';
 import { z } from 'zod';
 import type { Build } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
@@ -19,6 +20,11 @@ import {
 } from '../services/ci/builds.js';
 import { findRunnerByToken, touchRunner } from '../services/ci/runners.js';
 import { created } from './helpers.js';
+
+/** Report artifacts Depot keeps and reads: CycloneDX SBOMs (the dependency list). */
+const KEPT_REPORTS = new Set(['cyclonedx']);
+/** The largest report kept (an SBOM of a large monorepo stays well below). */
+const MAX_REPORT_BYTES = 32 * 1024 * 1024;
 
 /**
  * The runner protocol (GitLab's lib/api/ci/runner.rb, as the GitLab runner's network/gitlab.go
@@ -178,8 +184,24 @@ export function registerRunnerJobRoutes(api: ApiRouter): void {
       const deps = ctx.state.deps;
       const build = await authenticateJob(ctx, params.id, params.token);
       requireRunning(ctx, build);
-      // Only the archive is kept; reports (raw files) are accepted and not yet parsed.
-      if ((params.artifact_type ?? 'archive') === 'archive') {
+      const type = params.artifact_type ?? 'archive';
+      // Reports Depot reads (the dependency list's SBOMs) are kept; other reports are accepted.
+      if (KEPT_REPORTS.has(type)) {
+        if (params.file.size > MAX_REPORT_BYTES) throw payloadTooLarge();
+        let content = await fs.readFile(params.file.path);
+        if (params.artifact_format === 'gzip') {
+          try {
+            content = gunzipSync(content);
+          } catch {
+            throw new ApiError(400, { message: '400 Bad request - artifact is not gzip' });
+          }
+        }
+        await deps.db
+          .insertInto('ci_build_reports')
+          .values({ build_id: build.id, file_type: type, filename: params.file.filename ?? type, content })
+          .execute();
+      }
+      if (type === 'archive') {
         const options = build.options as { artifacts?: { expire_in?: string } | null };
         await saveArtifacts(
           deps,

@@ -223,6 +223,7 @@ export interface DB {
   error_tracking_errors: ErrorTrackingErrorsTable;
   error_tracking_error_events: ErrorTrackingErrorEventsTable;
   security_advisories: SecurityAdvisoriesTable;
+  ci_build_reports: CiBuildReportsTable;
   merge_requests: MergeRequestsTable;
   merge_request_approvals: MergeRequestApprovalsTable;
   merge_request_commits: MergeRequestCommitsTable;
@@ -841,3 +842,13 @@ export interface CiBuildTraceChunksTable {
 export type Runner = Selectable<CiRunnersTable>;
 export type Pipeline = Selectable<CiPipelinesTable>;
 export type Build = Selectable<CiBuildsTable>;
+
+/** A report artifact of a CI job (`reports:<file_type>`), kept whole. */
+export interface CiBuildReportsTable {
+  id: Generated<number>;
+  build_id: number;
+  file_type: string;
+  filename: string;
+  content: Buffer;
+  created_at: Generated<Date>;
+}

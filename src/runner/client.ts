@@ -194,13 +194,13 @@ export class ProtocolClient {
   }
 
   /** POST /jobs/:id/artifacts as multipart, as the GitLab runner uploads a zip archive. */
-  async uploadArtifacts(job: JobResponse, file: string, artifact: JobArtifact): Promise<number> {
+  async uploadArtifacts(job: JobResponse, file: string, artifact: JobArtifact, filename = 'artifacts.zip'): Promise<number> {
     const form = new FormData();
     form.set('token', job.token);
     form.set('artifact_type', artifact.artifact_type);
     form.set('artifact_format', artifact.artifact_format);
     if (artifact.expire_in) form.set('expire_in', artifact.expire_in);
-    form.set('file', await fs.openAsBlob(file), 'artifacts.zip');
+    form.set('file', await fs.openAsBlob(file), filename);
     const res = await fetch(this.api(`/jobs/${job.id}/artifacts`), {
       method: 'POST',
       headers: { 'JOB-TOKEN': job.token },

@@ -250,8 +250,9 @@ export async function executeJob(
       for (const artifact of job.artifacts) {
         const wanted =
           artifact.when === 'always' || (artifact.when === 'on_failure' ? state === 'failed' : state === 'success');
-        if (!wanted || artifact.artifact_type !== 'archive' || artifact.paths.length === 0) continue;
-        await uploadArchive(client, job, dir, root, artifact, trace);
+        if (!wanted || artifact.paths.length === 0) continue;
+        if (artifact.artifact_type === 'archive') await uploadArchive(client, job, dir, root, artifact, trace);
+        else await uploadReports(client, job, dir, artifact, trace);
       }
     }
     if (state === 'success') trace.write('Job succeeded\n');
@@ -265,6 +266,38 @@ export async function executeJob(
         .catch(() => undefined);
     }
     await fs.rm(root, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** The files a report's paths name: plain paths, or a `*` pattern in the last segment. */
+async function reportFiles(dir: string, patterns: string[]): Promise<string[]> {
+  const files: string[] = [];
+  for (const pattern of patterns) {
+    const base = path.basename(pattern);
+    const parent = path.dirname(pattern);
+    if (!base.includes('*')) {
+      if ((await fs.stat(path.join(dir, pattern)).catch(() => null))?.isFile()) files.push(pattern);
+      continue;
+    }
+    const matcher = new RegExp(`^${base.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+    const names = await fs.readdir(path.join(dir, parent)).catch(() => [] as string[]);
+    for (const name of names.sort()) if (matcher.test(name)) files.push(path.join(parent, name));
+  }
+  return files;
+}
+
+/** Uploads each file of a report (`reports:<type>`) as the GitLab runner uploads raw reports. */
+async function uploadReports(
+  client: ProtocolClient,
+  job: JobResponse,
+  dir: string,
+  artifact: JobArtifact,
+  trace: TraceWriter,
+): Promise<void> {
+  for (const file of await reportFiles(dir, artifact.paths)) {
+    trace.write(`Uploading ${artifact.artifact_type} report ${file}...\n`);
+    const status = await client.uploadArtifacts(job, path.join(dir, file), artifact, path.basename(file));
+    if (status !== 201) trace.write(`WARNING: Uploading ${file} failed: ${status}\n`);
   }
 }
 
