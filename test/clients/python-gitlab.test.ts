@@ -296,6 +296,19 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('Pages domains: create, list, save, the administrators’ list, refusals, delete', async () => {
+    const out = await flow('pages.py');
+    expect(out).toEqual({
+      created: ['www.site.example', 'http://www.site.example', false, 32],
+      listed: ['www.site.example'],
+      saved: true,
+      admin_list: [['www.site.example', true]],
+      bad_name: ['GitlabCreateError', 400],
+      taken: ['GitlabCreateError', 400],
+      deleted: ['GitlabGetError', 404],
+    });
+  });
+
   it('application settings, plan limits and the audit trail', async () => {
     const out = await flow('settings.py');
     expect(out).toEqual({
