@@ -12,6 +12,7 @@ import { type Measurement, report } from './harness.js';
 import * as load from './load.js';
 import * as repository from './repository.js';
 import * as repositoryOperations from './repository-operations.js';
+import * as runnerPoll from './runner-poll.js';
 import * as server from './server.js';
 import * as startupAndApi from './startup-and-api.js';
 import * as storageMove from './storage-move.js';
@@ -28,6 +29,7 @@ const BENCHMARKS: Record<string, { run: () => Promise<Outcome> }> = {
   archives,
   'repository-operations': repositoryOperations,
   events,
+  'runner-poll': runnerPoll,
   load,
 };
 

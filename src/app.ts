@@ -10,6 +10,7 @@ import { registerAuditEventRoutes } from './api/audit-events.js';
 import { registerBranchWriteRoutes } from './api/branch-writes.js';
 import { registerBranchRoutes } from './api/branches.js';
 import { registerChangelogRoutes } from './api/changelog.js';
+import { registerRunnerJobRoutes } from './api/ci-runner-jobs.js';
 import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
 import { registerDependencyRoutes } from './api/dependencies.js';
@@ -17,16 +18,21 @@ import { registerErrorTrackingRoutes } from './api/error-tracking.js';
 import { registerEventRoutes } from './api/events.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
+import { registerIntegrationRoutes } from './api/integrations.js';
 import { registerMemberRoutes } from './api/members.js';
 import { registerMergeRequestRoutes } from './api/merge-requests.js';
 import { registerNamespaceRoutes } from './api/namespaces.js';
 import { oauthRoutes } from './api/oauth.js';
 import { registerPagesDomainRoutes } from './api/pages-domains.js';
+import { registerPipelineRoutes } from './api/pipelines.js';
 import { registerPlanLimitRoutes } from './api/plan-limits.js';
+import { registerProjectHookRoutes } from './api/project-hooks.js';
 import { registerProjectRoutes } from './api/projects.js';
+import { registerProtectedBranchRoutes } from './api/protected-branches.js';
 import { registerRepositoryRoutes } from './api/repository.js';
 import { registerRepositoryOperationRoutes } from './api/repository-operations.js';
 import { registerRepositoryWriteRoutes } from './api/repository-writes.js';
+import { registerRunnerRoutes } from './api/runners.js';
 import { registerSharingRoutes } from './api/sharing.js';
 import { registerStorageMoveRoutes } from './api/storage-moves.js';
 import { registerTagWriteRoutes } from './api/tag-writes.js';
@@ -77,6 +83,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerRepositoryOperationRoutes,
   registerBranchWriteRoutes,
   registerTagWriteRoutes,
+  registerProtectedBranchRoutes,
   registerChangelogRoutes,
   registerMergeRequestRoutes,
   registerApprovalRoutes,
@@ -91,6 +98,11 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerAccessRequestRoutes,
   registerApplicationRoutes,
   registerEventRoutes,
+  registerRunnerRoutes,
+  registerRunnerJobRoutes,
+  registerPipelineRoutes,
+  registerProjectHookRoutes,
+  registerIntegrationRoutes,
 ];
 
 export interface CreateAppOptions {

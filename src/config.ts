@@ -35,6 +35,13 @@ export interface Config {
    */
   secretKey: string | undefined;
   /**
+   * SMTP_URL: where e-mail goes (`smtp://user:pass@host:587`, `smtps://…`); unset → integrations
+   * that send mail (emails-on-push, pipelines-email) log that they could not.
+   */
+  smtpUrl: string | undefined;
+  /** SMTP_FROM: the sender address of Depot's mail (GitLab's `email_from`); default `depot@<BASE_URL host>`. */
+  emailFrom: string;
+  /**
    * PAGES_HOST: the instance's own Pages domain (GitLab's `pages.host`); custom domains under it
    * are refused. Default: BASE_URL's host name.
    */
@@ -147,6 +154,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       `OAUTH_HTTP_REDIRECT_URIS must be one of ${OAUTH_HTTP_REDIRECT_URIS.join(', ')}, got "${oauthHttpRedirectUris}"`,
     );
   }
+  const smtpUrl = env.SMTP_URL || undefined;
+  if (smtpUrl !== undefined && !/^smtps?:\/\//.test(smtpUrl)) {
+    throw new ConfigError(`SMTP_URL must start with smtp:// or smtps://, got "${smtpUrl}"`);
+  }
   const secretKey = env.DEPOT_SECRET_KEY || undefined;
   if (secretKey !== undefined) {
     try {
@@ -177,6 +188,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       ? parseByteSize('ARCHIVE_CACHE_MAX', env.ARCHIVE_CACHE_MAX)
       : DEFAULT_ARCHIVE_CACHE_MAX_BYTES,
     secretKey,
+    smtpUrl,
+    emailFrom: env.SMTP_FROM || `depot@${new URL(baseUrl).hostname}`,
     pagesHost,
     dnsServers,
   };

@@ -4,7 +4,9 @@ import { createApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { EmbeddedPostgresError } from './db/embedded-postgres.js';
 import { checkGitVersion } from './git/command.js';
+import { scheduleCiJobs } from './jobs/ci.js';
 import { scheduleDormantUsersJob } from './jobs/dormant-users.js';
+import { scheduleHookJobs } from './jobs/hooks.js';
 import { JOB_KINDS } from './jobs/kinds.js';
 import { scheduleMemberJobs } from './jobs/members.js';
 import { scheduleOauthJobs } from './jobs/oauth.js';
@@ -56,11 +58,15 @@ async function main(): Promise<void> {
   }
   // Daily jobs: the billable-member refresh (12:00 UTC) and the removal of expired memberships;
   // the deletion of expired OAuth codes and dead revoked tokens (03:20 UTC); the deactivation of
-  // dormant users (00:21 UTC, when the setting asks for it).
+  // dormant users (00:21 UTC, when the setting asks for it); the pruning of the webhook and
+  // integration delivery log (04:40 UTC).
   await scheduleMemberJobs(runtime.deps);
   await scheduleOauthJobs(runtime.deps);
   await scheduleDormantUsersJob(runtime.deps);
   await schedulePagesDomainsJob(runtime.deps);
+  await scheduleHookJobs(runtime.deps);
+  // Hourly: CI jobs stuck pending or past their timeout are failed.
+  await scheduleCiJobs(runtime.deps);
   logger.info({ git: gitVersion, database: runtime.database.kind, workers: config.workers }, 'Depot is starting');
   if (config.workers === 1) await serve(config, runtime, runtime.owner);
   else await superviseWorkers(config, runtime);

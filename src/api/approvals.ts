@@ -16,6 +16,7 @@ import {
   presentMergeRequestRule,
   presentProjectRule,
 } from '../presenters/approval.js';
+import { presentProtectedBranch } from '../presenters/protected-branch.js';
 import {
   approvalSettings,
   approvalState,
@@ -37,6 +38,7 @@ import {
   updateProjectRule,
   type WrappedRule,
 } from '../services/approvals.js';
+import { granteeNamesFor, protectedBranchesByIds } from '../services/protected-branches.js';
 import { created, currentUser, loadProject, noContent } from './helpers.js';
 import { type LoadedMergeRequest, loadMergeRequest } from './merge-requests.js';
 
@@ -79,6 +81,13 @@ async function ruleUserIds(ctx: AppContext, userIds?: number[], usernames?: stri
 async function presentProjectRules(ctx: AppContext, rules: ApprovalProjectRule[]) {
   const wrapped = await describeRules(ctx.state.deps, rules);
   const lookups = await lookupsFor(ctx, wrapped);
+  const named = [...new Set(rules.flatMap((rule) => rule.protected_branch_ids))];
+  const projectId = rules[0]?.project_id;
+  if (named.length > 0 && projectId !== undefined) {
+    const branches = await protectedBranchesByIds(ctx.state.deps, projectId, named);
+    const names = await granteeNamesFor(ctx.state.deps, branches);
+    for (const branch of branches) lookups.protectedBranches.set(branch.id, presentProtectedBranch(branch, names));
+  }
   return wrapped.map((rule, i) =>
     presentProjectRule(rule, (rules[i] as ApprovalProjectRule).protected_branch_ids, lookups, pcOf(ctx)),
   );

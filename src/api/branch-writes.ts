@@ -7,9 +7,10 @@ import { isValidBranchName } from '../git/validate.js';
 import { badRequestMessage, notFound } from '../http/errors.js';
 import { p } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
+import { protectionView } from '../policies/branch-protection.js';
 import { presentBranch } from '../presenters/branch.js';
+import { canPushToBranch, loadProtectedBranches } from '../services/protected-branches.js';
 import { createBranch, deleteBranch, deleteMergedBranches } from '../services/ref-writes.js';
-import { canPushToBranch } from '../services/repository-commits.js';
 import { accepted, checkUnmodifiedSince, created, currentUser, loadRepository, noContent } from './helpers.js';
 
 /** Grape's `allow_blank: false`. */
@@ -27,9 +28,9 @@ export function registerBranchWriteRoutes(api: ApiRouter): void {
     async (ctx, params) => {
       const { project, policy, gitDir } = await loadRepository(ctx, params.id);
       policy.authorize('push_code');
-      const user = currentUser(ctx);
+      currentUser(ctx);
       const deps = ctx.state.deps;
-      const commitId = await createBranch(deps, project, user, gitDir, params.branch, params.ref);
+      const commitId = await createBranch(deps, project, policy, gitDir, params.branch, params.ref);
       const object = await readObject(gitDir, commitId);
       if (!object) throw notFound('Branch');
       const defaultTip = project.default_branch ? await readBranchTip(gitDir, project.default_branch) : null;
@@ -42,7 +43,8 @@ export function registerBranchWriteRoutes(api: ApiRouter): void {
             commit: parseCommitObject(commitId, object.data),
             merged: merged.some((b) => b.name === params.branch),
             isDefault: params.branch === project.default_branch,
-            canPush: canPushToBranch(project, policy, params.branch),
+            canPush: await canPushToBranch(deps, project, policy, params.branch),
+            protection: protectionView(await loadProtectedBranches(deps, project.id), params.branch),
           },
           project,
           { baseUrl: deps.config.baseUrl },
@@ -57,7 +59,7 @@ export function registerBranchWriteRoutes(api: ApiRouter): void {
     async (ctx, params) => {
       const { project, policy, gitDir } = await loadRepository(ctx, params.id);
       policy.authorize('push_code');
-      const user = currentUser(ctx);
+      currentUser(ctx);
       if (!isValidBranchName(params.branch)) throw badRequestMessage('The branch refname is invalid');
       const tip = await readBranchTip(gitDir, params.branch);
       if (!tip) throw notFound('Branch');
@@ -65,7 +67,7 @@ export function registerBranchWriteRoutes(api: ApiRouter): void {
       if (object?.type === 'commit') {
         checkUnmodifiedSince(ctx, new Date(parseCommitObject(tip, object.data).author.time * 1000));
       }
-      await deleteBranch(ctx.state.deps, project, user, gitDir, params.branch, tip);
+      await deleteBranch(ctx.state.deps, project, policy, gitDir, params.branch, tip);
       noContent(ctx);
     },
   );

@@ -9,9 +9,10 @@ import { badRequestMessage, notFound } from '../http/errors.js';
 import { paginateArray } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
+import { protectionView } from '../policies/branch-protection.js';
 import { presentBranch } from '../presenters/branch.js';
+import { canPushToBranch, loadProtectedBranches } from '../services/protected-branches.js';
 import { filterByRegex, searchRefs } from '../services/ref-search.js';
-import { canPushToBranch } from '../services/repository-commits.js';
 import { type LoadedRepository, loadRepository } from './helpers.js';
 
 interface BranchRef {
@@ -51,7 +52,9 @@ async function present(ctx: AppContext, repo: LoadedRepository, refs: BranchRef[
   const merged = new Set(
     defaultTip ? (await listMergedBranches(gitDir, defaultTip, candidates)).map((b) => b.name) : [],
   );
-  const pc = { baseUrl: ctx.state.deps.config.baseUrl };
+  const deps = ctx.state.deps;
+  const pc = { baseUrl: deps.config.baseUrl };
+  const rules = await loadProtectedBranches(deps, project.id);
   return Promise.all(
     refs.map(async (b) =>
       presentBranch(
@@ -60,7 +63,8 @@ async function present(ctx: AppContext, repo: LoadedRepository, refs: BranchRef[
           commit: await commitOf(gitDir, b.target),
           merged: merged.has(b.name),
           isDefault: b.name === project.default_branch,
-          canPush: ctx.state.actor.user !== null && canPushToBranch(project, policy, b.name),
+          canPush: ctx.state.actor.user !== null && (await canPushToBranch(deps, project, policy, b.name)),
+          protection: protectionView(rules, b.name),
         },
         project,
         pc,

@@ -11,7 +11,7 @@ import type { ApiRouter } from '../http/route.js';
 import type { ZonedTime } from '../lib/strftime.js';
 import { presentChangelog } from '../presenters/changelog.js';
 import { type ChangelogRequest, commitChangelog, defaultBranchOf, generateChangelog } from '../services/changelog.js';
-import { canPushToBranch } from '../services/repository-commits.js';
+import { canPushToBranch } from '../services/protected-branches.js';
 import { type LoadedRepository, loadRepository } from './helpers.js';
 
 /** GitLab's `project_repositories_changelog` limit, per user and project. */
@@ -146,7 +146,7 @@ export function registerChangelogRoutes(api: ApiRouter): void {
       await limitRate(ctx, loaded);
       const branch = params.branch ?? defaultBranchOf(loaded.project);
       const user = ctx.state.actor.user;
-      if (!user || !canPushToBranch(loaded.project, loaded.policy, branch)) {
+      if (!user || !(await canPushToBranch(ctx.state.deps, loaded.project, loaded.policy, branch))) {
         throw forbidden('You are not allowed to commit a changelog on this branch');
       }
       await asChangelogFailure(() =>

@@ -9,9 +9,10 @@ import { paginateQuery } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { rubyInspectErrors } from '../lib/ruby-inspect.js';
-import { loadGroupPolicy } from '../policies/abilities.js';
+import { type GroupPolicy, loadGroupPolicy } from '../policies/abilities.js';
 import { presentGroup, presentGroupDetail } from '../presenters/group.js';
 import { presentBasicProject, presentProject } from '../presenters/project.js';
+import { registrationTokens } from '../services/ci/runners.js';
 import { today } from '../services/deps.js';
 import { createGroup, deleteGroup, findGroup, type GroupInput, updateGroup } from '../services/groups.js';
 import { buildProjectViews, namespaceFullNames } from '../services/project-views.js';
@@ -135,10 +136,15 @@ async function detailProjects(ctx: AppContext, group: Namespace, shared = false)
 }
 
 /** GitLab's GroupDetail for the caller: the groups it is shared with, and its projects when asked. */
-export async function groupDetail(ctx: AppContext, group: Namespace, withProjects: boolean) {
+export async function groupDetail(ctx: AppContext, group: Namespace, withProjects: boolean, policy?: GroupPolicy) {
   const deps = ctx.state.deps;
   const names = await namespaceFullNames(deps, [group]);
+  const checked = policy ?? (await loadGroupPolicy(deps, ctx.state.actor.user, group));
+  const runnersToken = checked.can('admin_group')
+    ? (await registrationTokens(deps, 'group', [group.id])).get(group.id)
+    : undefined;
   return presentGroupDetail(group, { baseUrl: deps.config.baseUrl }, names.get(group.id) ?? group.name, {
+    ...(runnersToken !== undefined ? { runnersToken } : {}),
     sharedWithGroups: await sharedWithGroupsOfGroup(deps.db, group.id, viewerOf(ctx)),
     ...(withProjects
       ? { projects: await detailProjects(ctx, group), sharedProjects: await detailProjects(ctx, group, true) }
@@ -208,8 +214,8 @@ export function registerGroupRoutes(api: ApiRouter): void {
     '/groups/:id',
     { summary: 'A group', params: z.object({ id: p.string(), with_projects: p.bool().default(true) }) },
     async (ctx, params) => {
-      const { group } = await loadGroup(ctx, params.id);
-      ctx.body = await groupDetail(ctx, group, params.with_projects);
+      const { group, policy } = await loadGroup(ctx, params.id);
+      ctx.body = await groupDetail(ctx, group, params.with_projects, policy);
     },
   );
 

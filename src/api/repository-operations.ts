@@ -21,7 +21,8 @@ import { presentCommitSignature } from '../presenters/commit-signature.js';
 import { fileHeaders } from '../presenters/repository-file.js';
 import type { ScopeRule } from '../services/auth.js';
 import { applyCommitChange, type ChangeAction } from '../services/commit-changes.js';
-import { assertWritable, canPushToBranch } from '../services/repository-commits.js';
+import { canPushToBranch } from '../services/protected-branches.js';
+import { assertWritable } from '../services/repository-commits.js';
 import { describeRepositoryFile, findRepositoryFile } from '../services/repository-files.js';
 import { currentUser, loadProject, loadRepository } from './helpers.js';
 
@@ -75,7 +76,8 @@ async function changeCommit(
   // authenticate! (401) and the push rights on the branch (403).
   const { project, policy, gitDir } = await loadRepository(ctx, params.id);
   const user = currentUser(ctx);
-  if (!canPushToBranch(project, policy, params.branch)) throw forbidden('You are not allowed to push into this branch');
+  if (!(await canPushToBranch(ctx.state.deps, project, policy, params.branch)))
+    throw forbidden('You are not allowed to push into this branch');
   const commit = await findCommit(gitDir, params.sha);
   const tip = await readBranchTip(gitDir, params.branch);
   if (!tip) throw notFound('Branch');

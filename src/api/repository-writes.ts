@@ -8,7 +8,8 @@ import { filePathParam } from '../http/file-path.js';
 import { p } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { presentCommitDetail } from '../presenters/commit.js';
-import { canPushToBranch, createCommit } from '../services/repository-commits.js';
+import { canPushToBranch } from '../services/protected-branches.js';
+import { createCommit } from '../services/repository-commits.js';
 import { created, currentUser, loadProject, noContent } from './helpers.js';
 
 const action = z.object({
@@ -109,7 +110,7 @@ export function registerRepositoryWriteRoutes(api: ApiRouter): void {
     const user = currentUser(ctx);
     const deps = ctx.state.deps;
     const { project, policy } = await loadProject(ctx, params.id);
-    if (!canPushToBranch(project, policy, params.branch))
+    if (!(await canPushToBranch(deps, project, policy, params.branch)))
       throw forbidden('You are not allowed to push into this branch');
     const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
     await createCommit(deps, project, user, gitDir, {
@@ -173,7 +174,7 @@ export function registerRepositoryWriteRoutes(api: ApiRouter): void {
       if (params.start_project !== undefined && params.start_project !== String(project.id)) {
         throw forbidden(`Project is not included in the fork network for ${params.start_project}`);
       }
-      if (!canPushToBranch(project, policy, params.branch))
+      if (!(await canPushToBranch(deps, project, policy, params.branch)))
         throw forbidden('You are not allowed to push into this branch');
       const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
       const commitId = await createCommit(deps, project, user, gitDir, {

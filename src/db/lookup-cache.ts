@@ -4,7 +4,7 @@
  * asks the database nothing.
  *
  * Complete by construction: a trigger notifies `depot_row_change` (payload: the table) after
- * every statement that changes a table behind these lookups (migrations 0008, 0009, 0012, 0017), and every
+ * every statement that changes a table behind these lookups (migrations 0008, 0009, 0012, 0017, 0018), and every
  * process LISTENs (src/db/row-change-listener.ts): a change made by any writer reaches every
  * process within milliseconds. The process that made it forgets at once, when its own statement
  * or transaction commits (src/db/database.ts), before the notice arrives.
@@ -29,6 +29,14 @@ export const LOOKUP_TABLES = {
   sharedWithGroups: ['project_group_links', 'namespaces', 'members', 'users', 'group_group_links'],
   applicationSettings: ['application_settings'],
   planLimits: ['plan_limits'],
+  protectedBranches: [
+    'protected_branches',
+    'protected_branch_push_access_levels',
+    'protected_branch_merge_access_levels',
+    'protected_branch_unprotect_access_levels',
+  ],
+  /** Whether any CI job waits for a runner: idle runner polls then skip the claim (issue 19). */
+  ciPendingBuilds: ['ci_builds'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type LookupKind = keyof typeof LOOKUP_TABLES;

@@ -223,12 +223,49 @@ export interface DB {
   error_tracking_errors: ErrorTrackingErrorsTable;
   error_tracking_error_events: ErrorTrackingErrorEventsTable;
   security_advisories: SecurityAdvisoriesTable;
+  ci_build_reports: CiBuildReportsTable;
   merge_requests: MergeRequestsTable;
   merge_request_approvals: MergeRequestApprovalsTable;
   merge_request_commits: MergeRequestCommitsTable;
   approval_project_rules: ApprovalProjectRulesTable;
   approval_merge_request_rules: ApprovalMergeRequestRulesTable;
   project_approval_settings: ProjectApprovalSettingsTable;
+  protected_branches: ProtectedBranchesTable;
+  protected_branch_push_access_levels: ProtectedBranchAccessLevelsTable & { deploy_key_id: number | null };
+  protected_branch_merge_access_levels: ProtectedBranchAccessLevelsTable;
+  protected_branch_unprotect_access_levels: ProtectedBranchAccessLevelsTable;
+  ci_registration_tokens: CiRegistrationTokensTable;
+  ci_runners: CiRunnersTable;
+  ci_runner_projects: CiRunnerProjectsTable;
+  ci_runner_namespaces: CiRunnerNamespacesTable;
+  ci_pipelines: CiPipelinesTable;
+  ci_builds: CiBuildsTable;
+  ci_build_trace_chunks: CiBuildTraceChunksTable;
+  web_hooks: WebHooksTable;
+  integrations: IntegrationsTable;
+  hook_deliveries: HookDeliveriesTable;
+}
+
+/** A protected branch name or wildcard (GitLab's protected_branches). */
+export interface ProtectedBranchesTable {
+  id: Generated<number>;
+  project_id: number;
+  name: string;
+  allow_force_push: Generated<boolean>;
+  code_owner_approval_required: Generated<boolean>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** Who may push, merge or unprotect: exactly one of a role, a user or a group per row. */
+export interface ProtectedBranchAccessLevelsTable {
+  id: Generated<number>;
+  protected_branch_id: number;
+  access_level: number | null;
+  user_id: number | null;
+  group_id: number | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 type IntArray = ColumnType<number[], number[] | undefined, number[]>;
@@ -326,6 +363,59 @@ export type MergeRequest = Selectable<MergeRequestsTable>;
 export type ApprovalProjectRule = Selectable<ApprovalProjectRulesTable>;
 export type ApprovalMergeRequestRule = Selectable<ApprovalMergeRequestRulesTable>;
 export type ProjectApprovalSettings = Selectable<ProjectApprovalSettingsTable>;
+
+export interface WebHooksTable {
+  id: Generated<number>;
+  project_id: number;
+  url: string;
+  name: string | null;
+  description: string | null;
+  /** The secret token sealed with the instance key (src/lib/secret-box.ts). */
+  sealed_token: string | null;
+  /** Event flags by GitLab's name (`push_events`: true). */
+  events: Json<Record<string, boolean>>;
+  enable_ssl_verification: Generated<boolean>;
+  push_events_branch_filter: string | null;
+  branch_filter_strategy: Generated<string>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type WebHook = Selectable<WebHooksTable>;
+
+export interface IntegrationsTable {
+  id: Generated<number>;
+  project_id: number;
+  slug: string;
+  active: Generated<boolean>;
+  events: Json<Record<string, boolean>>;
+  /** Settings that are not secret. */
+  properties: Json<Record<string, unknown>>;
+  /** Secret settings, each sealed with the instance key. */
+  sealed_secrets: Json<Record<string, string>>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+export type Integration = Selectable<IntegrationsTable>;
+
+export interface HookDeliveriesTable {
+  id: Generated<number>;
+  project_id: number;
+  web_hook_id: number | null;
+  integration_id: number | null;
+  trigger: string;
+  url: string;
+  attempt: number;
+  /** `delivered`, `retrying` or `failed`. */
+  state: string;
+  request_headers: Json<Record<string, string>>;
+  request_data: Json<unknown>;
+  response_status: string | null;
+  response_body: string | null;
+  internal_error_message: string | null;
+  execution_duration: Generated<number>;
+  created_at: Timestamp;
+}
+export type HookDelivery = Selectable<HookDeliveriesTable>;
 
 export interface RepositoryHousekeepingTable {
   project_id: number;
@@ -638,4 +728,127 @@ export interface SecurityAdvisoriesTable {
   affected: Json<unknown[]>;
   modified_at: NullableTimestamp;
   withdrawn_at: NullableTimestamp;
+}
+export type RunnerType = 'instance_type' | 'group_type' | 'project_type';
+export type RegistrationScope = 'instance' | 'group' | 'project';
+
+export interface CiRegistrationTokensTable {
+  scope: RegistrationScope;
+  /** The group or project id; 0 for the instance. */
+  scope_id: number;
+  token_digest: string;
+  /** The token sealed with the instance key (src/lib/secret-box.ts), to be shown again. */
+  token_sealed: string;
+  created_at: Timestamp;
+}
+
+export interface CiRunnersTable {
+  id: Generated<number>;
+  runner_type: RunnerType;
+  token_digest: string;
+  description: Generated<string>;
+  active: Generated<boolean>;
+  locked: Generated<boolean>;
+  run_untagged: Generated<boolean>;
+  access_level: Generated<string>;
+  maximum_timeout: number | null;
+  tag_list: ColumnType<string[], string[] | undefined, string[]>;
+  name: string | null;
+  version: string | null;
+  revision: string | null;
+  platform: string | null;
+  architecture: string | null;
+  ip_address: string | null;
+  contacted_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface CiRunnerProjectsTable {
+  runner_id: number;
+  project_id: number;
+  created_at: Timestamp;
+}
+
+export interface CiRunnerNamespacesTable {
+  runner_id: number;
+  namespace_id: number;
+}
+
+export interface CiPipelinesTable {
+  id: Generated<number>;
+  iid: number;
+  project_id: number;
+  ref: string;
+  tag: boolean;
+  sha: string;
+  before_sha: string;
+  status: string;
+  source: string;
+  protected: boolean;
+  user_id: number | null;
+  yaml_errors: string | null;
+  variables: Json<{ key: string; value: string }[]>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface CiBuildsTable {
+  id: Generated<number>;
+  pipeline_id: number;
+  project_id: number;
+  name: string;
+  stage: string;
+  stage_idx: number;
+  status: string;
+  when: string;
+  allow_failure: boolean;
+  /** A later try of the same job replaced this one. */
+  retried: Generated<boolean>;
+  needs: ColumnType<string[] | null, string[] | null | undefined, string[] | null>;
+  tag_list: ColumnType<string[], string[] | undefined, string[]>;
+  options: Json<Record<string, unknown>>;
+  ref: string;
+  tag: boolean;
+  sha: string;
+  protected: boolean;
+  /** Seconds the job may run. */
+  timeout: number;
+  user_id: number | null;
+  runner_id: number | null;
+  token_digest: string | null;
+  failure_reason: string | null;
+  exit_code: number | null;
+  coverage: number | null;
+  trace_size: Generated<number>;
+  artifacts_file: string | null;
+  artifacts_size: ColumnType<string | null, number | null | undefined, number | null>;
+  artifacts_expire_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  queued_at: NullableTimestamp;
+  started_at: NullableTimestamp;
+  finished_at: NullableTimestamp;
+}
+
+export interface CiBuildTraceChunksTable {
+  build_id: number;
+  offset: number;
+  data: Buffer;
+}
+
+export type Runner = Selectable<CiRunnersTable>;
+export type Pipeline = Selectable<CiPipelinesTable>;
+export type Build = Selectable<CiBuildsTable>;
+
+/** A report artifact of a CI job (`reports:<file_type>`), kept whole. */
+export interface CiBuildReportsTable {
+  id: Generated<number>;
+  build_id: number;
+  file_type: string;
+  filename: string;
+  content: Buffer;
+  created_at: Generated<Date>;
 }

@@ -67,31 +67,65 @@ export function runService(
 }
 
 /**
- * Our receive hooks. pre-receive enforces the default branch's protection from DEPOT_* variables
- * (DEPOT_DEFAULT_BRANCH_PROTECTED=0 for GitLab's protection level "none": only deletion refused)
- * the server sets for the pusher (git runs it with the pushed objects in quarantine, so
- * `merge-base --is-ancestor` sees them); a refused update stops the whole push. post-receive
- * appends the updated refs to DEPOT_PUSH_LOG, which the server reads to record push events.
+ * Our receive hooks. pre-receive enforces the project's protected branches from DEPOT_* variables
+ * the server sets for the pusher: the file DEPOT_PROTECTED_FILE holds one line per protected name
+ * or wildcard, `<may push 0|1><force push allowed 0|1><may merge 0|1> <name>` (pushRulesForHook
+ * in src/services/protected-branches.ts; names hold only characters valid in refs, plus `*`), so
+ * the shell's `case` matches as GitLab's RefMatcher does. git runs it with the pushed objects in quarantine, so
+ * `merge-base --is-ancestor` sees them; a refused update stops the whole push, with GitLab's
+ * messages in the order GitLab's branch checks give them. post-receive appends the updated refs to
+ * DEPOT_PUSH_LOG, which the server reads to record push events.
  */
 // Tags are not protected: GitLab's admin_tag (change or delete an existing tag) comes with
 // push_code, which every pusher already has.
 const PRE_RECEIVE = `#!/bin/sh
+# Without the rules nothing is known to be allowed: refuse rather than let everything through.
+if [ ! -r "$DEPOT_PROTECTED_FILE" ]; then
+  echo "The repository is temporarily unavailable. Please try again later." >&2; exit 1
+fi
 status=0
 while read -r old new ref; do
   case "$new" in *[!0]*) deleting=0 ;; *) deleting=1 ;; esac
   case "$old" in *[!0]*) creating=0 ;; *) creating=1 ;; esac
   case "$ref" in
-    "refs/heads/$DEPOT_DEFAULT_BRANCH")
-      if [ "$deleting" = 1 ]; then
-        echo "The default branch of a project cannot be deleted." >&2; status=1
-      elif [ "$DEPOT_DEFAULT_BRANCH_PROTECTED" != 1 ]; then
-        :
-      elif [ "$DEPOT_CAN_PUSH_PROTECTED" != 1 ]; then
-        echo "You are not allowed to push code to protected branches on this project." >&2; status=1
-      elif [ "$creating" = 0 ] && ! git merge-base --is-ancestor "$old" "$new" 2>/dev/null; then
-        echo "You are not allowed to force push code to a protected branch on this project." >&2; status=1
-      fi ;;
+    refs/heads/*) branch=\${ref#refs/heads/} ;;
+    *) continue ;;
   esac
+  if [ "$deleting" = 1 ] && [ "$branch" = "$DEPOT_DEFAULT_BRANCH" ]; then
+    echo "The default branch of a project cannot be deleted." >&2; status=1; continue
+  fi
+  matched=0; push=0; force=0; merge=0
+  while IFS= read -r rule; do
+    [ -n "$rule" ] || continue
+    name=\${rule#* }
+    case "$branch" in
+      $name)
+        matched=1
+        case "$rule" in 1*) push=1 ;; esac
+        case "$rule" in ?1*) force=1 ;; esac
+        case "$rule" in ??1*) merge=1 ;; esac ;;
+    esac
+  done < "$DEPOT_PROTECTED_FILE"
+  [ "$matched" = 1 ] || continue
+  if [ "$creating" = 0 ] && [ "$deleting" = 0 ] && [ "$force" = 0 ] && ! git merge-base --is-ancestor "$old" "$new" 2>/dev/null; then
+    echo "You are not allowed to force push code to a protected branch on this project." >&2; status=1
+  elif [ "$deleting" = 1 ]; then
+    if [ "$DEPOT_CAN_DELETE_PROTECTED" != 1 ]; then
+      echo "You are not allowed to delete protected branches from this project. Only a project maintainer or owner can delete a protected branch." >&2
+    else
+      echo "You can only delete protected branches using the web interface." >&2
+    fi
+    status=1
+  elif [ "$push" != 1 ]; then
+    if [ "$creating" = 1 ] && [ "$merge" = 1 ]; then
+      echo "You can only create protected branches using the web interface and API." >&2
+    elif [ "$creating" = 1 ]; then
+      echo "You are not allowed to create protected branches on this project." >&2
+    else
+      echo "You are not allowed to push code to protected branches on this project." >&2
+    fi
+    status=1
+  fi
 done
 exit $status
 `;

@@ -1,6 +1,8 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
+import { createPipelineJob, stuckBuildsJob } from './ci.js';
 import { dormantUsersJob } from './dormant-users.js';
 import { eventsPurgeJob, eventsRetentionJob } from './events.js';
+import { HOOK_JOB_KINDS } from './hooks.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
 import { pagesDomainsVerificationJob, pagesDomainVerifyJob } from './pages-domains.js';
@@ -25,4 +27,7 @@ export const JOB_KINDS: JobKind[] = [
   eventsRetentionJob,
   eventsPurgeJob,
   deleteUserJob,
+  createPipelineJob,
+  stuckBuildsJob,
+  ...HOOK_JOB_KINDS,
 ];

@@ -59,8 +59,20 @@ const RETRY_BASE_SECONDS = 5;
  * runs, retries failures with a back-off, gives up after `max_attempts`. `start()` for the
  * server, `drain()` for tests and the CLI (runs until nothing is left).
  */
+/** The workers started in this process, for wakeWorkers(). */
+const liveWorkers = new Set<Worker>();
+
+/**
+ * Asks this process's workers to look for jobs now instead of at their next poll: for work a user
+ * waits to see (a push's pipeline). Other processes still find it at their next poll.
+ */
+export function wakeWorkers(): void {
+  for (const worker of liveWorkers) worker.wake();
+}
+
 export class Worker {
   readonly id = workerIdentity();
+  private woken = false;
   private readonly kinds = new Map<string, JobKind>();
   private readonly running = new Set<Promise<void>>();
   private readonly abort = new AbortController();
@@ -80,6 +92,7 @@ export class Worker {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    liveWorkers.add(this);
     const released = await releaseDeadWorkers(this.deps.db, this.id, this.options.exclusive ?? false);
     if (released > 0) this.deps.logger.info({ released }, 'jobs of a stopped worker are queued again');
     await this.recover();
@@ -96,6 +109,7 @@ export class Worker {
   /** Stops claiming, asks running jobs to stop, waits for them up to `timeoutMs`. */
   async stop(timeoutMs = 10_000): Promise<void> {
     this.started = false;
+    liveWorkers.delete(this);
     if (this.timer) clearTimeout(this.timer);
     this.abort.abort();
     const all = Promise.allSettled([...this.running]);
@@ -117,8 +131,19 @@ export class Worker {
     }
   }
 
+  /** Polls at once (or right after the poll under way). */
+  wake(): void {
+    if (!this.started) return;
+    if (this.polling) {
+      this.woken = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
   private schedule(delayMs: number): void {
     if (!this.started) return;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => void this.poll(), delayMs);
     this.timer.unref?.();
   }
@@ -148,7 +173,8 @@ export class Worker {
       this.deps.logger.error({ err: error }, 'job queue poll failed');
     } finally {
       this.polling = false;
-      this.schedule(this.options.pollIntervalMs ?? 1000);
+      this.schedule(this.woken ? 0 : (this.options.pollIntervalMs ?? 1000));
+      this.woken = false;
     }
   }
 

@@ -1,40 +1,28 @@
 import type { MergeRequest, Project, User } from '../db/schema.js';
 import type { Deps } from '../services/deps.js';
+import { canMerge, loadProtectedBranches, protectedBranchRules } from '../services/protected-branches.js';
 import type { ProjectPolicy } from './abilities.js';
 import { AccessLevel } from './access-levels.js';
-import { isProtectedBranch, pushLevelFor } from './branch-protection.js';
 
-/**
- * THE one place that answers "may this user merge into this branch". Until protected branches
- * (issue 18 part 1) land it reads src/policies/branch-protection.ts: the level that may push to
- * the branch may merge into it. The integrator switches this to the protected branch's
- * merge_access_level.
- */
-export async function mayMergeInto(_deps: Deps, project: Project, policy: ProjectPolicy, branch: string) {
-  return policy.can('push_code') && policy.level >= pushLevelFor(project, branch);
+/** THE one place that answers "may this user merge into this branch": the protected branch's merge rows. */
+export async function mayMergeInto(deps: Deps, project: Project, policy: ProjectPolicy, branch: string) {
+  return canMerge(deps, project, policy.user, branch, policy);
 }
 
-/**
- * Whether merge requests into `branch` need code-owner approval (the protected branch's
- * `code_owner_approval_required`). False until protected branches land: the integrator switches
- * this to the protected branch rules.
- */
-export async function codeOwnerApprovalRequired(_deps: Deps, project: Project, branch: string): Promise<boolean> {
-  void isProtectedBranch(project, branch);
-  return false;
+/** Whether merge requests into `branch` need code-owner approval (a matching protected branch says so). */
+export async function codeOwnerApprovalRequired(deps: Deps, project: Project, branch: string): Promise<boolean> {
+  return (await protectedBranchRules(deps, project.id, branch))?.codeOwnerApprovalRequired ?? false;
 }
 
-/**
- * The ids of the protected branches that cover `branch`, for project approval rules scoped by
- * protected branches. None until protected branches land (the integrator fills this in).
- */
-export async function protectedBranchIdsFor(_deps: Deps, _project: Project, _branch: string): Promise<number[]> {
-  return [];
+/** The ids of the protected branches (names or wildcards) that cover `branch`, for rules scoped by them. */
+export async function protectedBranchIdsFor(deps: Deps, project: Project, branch: string): Promise<number[]> {
+  return ((await protectedBranchRules(deps, project.id, branch))?.rules ?? []).map((rule) => rule.id);
 }
 
-/** Whether protected branch ids exist on the project (used to refuse unknown ids in rules). */
-export async function existingProtectedBranchIds(_deps: Deps, _project: Project, _ids: number[]): Promise<number[]> {
-  return [];
+/** Which of `ids` are protected branches of the project (unknown ids in rules are refused). */
+export async function existingProtectedBranchIds(deps: Deps, project: Project, ids: number[]): Promise<number[]> {
+  const known = new Set((await loadProtectedBranches(deps, project.id)).map((rule) => rule.id));
+  return ids.filter((id) => known.has(id));
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Project } from '../db/schema.js';
 import type { Commit } from '../git/commit.js';
-import { DefaultBranchProtection, isProtectedBranch } from '../policies/branch-protection.js';
+import type { BranchProtectionView } from '../policies/branch-protection.js';
 import { presentCommit } from './commit.js';
 import type { PresentContext } from './user.js';
 
@@ -10,25 +10,23 @@ export interface BranchView {
   merged: boolean;
   isDefault: boolean;
   canPush: boolean;
+  /** What the project's protected branches say of this one (src/policies/branch-protection.ts). */
+  protection: BranchProtectionView;
 }
 
-/**
- * GitLab's Branch entity. Only the default branch is protected, as the project's
- * default_branch_protection says (src/policies/branch-protection.ts).
- */
+/** GitLab's Branch entity. */
 export function presentBranch(
   view: BranchView,
-  project: Pick<Project, 'full_path' | 'default_branch' | 'default_branch_protection'>,
+  project: Pick<Project, 'full_path' | 'default_branch'>,
   pc: PresentContext,
 ) {
-  const isProtected = isProtectedBranch(project, view.name);
   return {
     name: view.name,
     commit: presentCommit(view.commit, project, pc),
     merged: view.merged,
-    protected: isProtected,
-    developers_can_push: isProtected && project.default_branch_protection === DefaultBranchProtection.developersCanPush,
-    developers_can_merge: false,
+    protected: view.protection.protected,
+    developers_can_push: view.protection.developersCanPush,
+    developers_can_merge: view.protection.developersCanMerge,
     can_push: view.canPush,
     default: view.isDefault,
     web_url: `${pc.baseUrl}/${project.full_path}/-/tree/${view.name}`,

@@ -54,11 +54,18 @@ export function presentGroupDetail(
   group: Namespace,
   pc: PresentContext,
   fullName: string,
-  options: { projects?: unknown[]; sharedProjects?: unknown[]; sharedWithGroups?: SharedWithGroup[] },
+  options: {
+    projects?: unknown[];
+    sharedProjects?: unknown[];
+    sharedWithGroups?: SharedWithGroup[];
+    runnersToken?: string;
+  },
 ) {
   return {
     ...presentGroup(group, pc, fullName),
     shared_with_groups: (options.sharedWithGroups ?? []).map(presentSharedWithGroup),
+    // For those who administer the group (GitLab's user_can_admin_group).
+    ...(options.runnersToken !== undefined ? { runners_token: options.runnersToken } : {}),
     ...(group.parent_id === null ? { prevent_sharing_groups_outside_hierarchy: false } : {}),
     ...(options.projects ? { projects: options.projects, shared_projects: options.sharedProjects ?? [] } : {}),
   };

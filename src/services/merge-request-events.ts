@@ -1,10 +1,11 @@
 import type { Db } from '../db/database.js';
 import type { MergeRequest, User } from '../db/schema.js';
 import { recordEvent } from './events.js';
+import { queueMergeRequestHooks } from './merge-request-hooks.js';
 
 export type MergeRequestAction = 'created' | 'closed' | 'reopened' | 'merged' | 'approved';
 
-/** Records a merge request's activity event; call it with the transaction of the change. */
+/** Records a merge request's activity event and queues its hooks; call it with the transaction of the change. */
 export async function recordMergeRequestEvent(
   db: Db,
   action: MergeRequestAction,
@@ -19,4 +20,6 @@ export async function recordMergeRequestEvent(
     target: { type: 'MergeRequest', id: mr.id, iid: mr.iid, title: mr.title },
     at,
   });
+  // Webhooks and integrations hear of it in the same transaction (issue 21).
+  await queueMergeRequestHooks(db, action, user, mr);
 }

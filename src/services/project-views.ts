@@ -7,6 +7,7 @@ import { repositoryInfo } from '../git/repo-info.js';
 import { projectAllows } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import type { ProjectView } from '../presenters/project.js';
+import { registrationTokens } from './ci/runners.js';
 import { cachedLookup, cachedRowsById, type Deps, today } from './deps.js';
 
 /** The human names of namespaces from the root down (`Group / Sub`), by namespace id. */
@@ -44,7 +45,7 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
       )) as Awaited<ReturnType<typeof activeMemberships>>)
     : null;
   const shared = await sharedWithGroupsFor(deps, viewer, projects, date);
-  return Promise.all(
+  const views = await Promise.all(
     projects.map(async (project): Promise<ProjectView> => {
       const namespace = byId.get(project.namespace_id) as Namespace;
       const projectAccess = memberships?.projects.get(project.id) ?? null;
@@ -80,6 +81,12 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
       };
     }),
   );
+  const administered = views.filter((v) => v.canAdminProject).map((v) => v.project.id);
+  if (administered.length > 0) {
+    const tokens = await registrationTokens(deps, 'project', administered);
+    for (const view of views) if (view.canAdminProject) view.runnersToken = tokens.get(view.project.id);
+  }
+  return views;
 }
 
 /** Who sees `shared_with_groups`, as a lookup key prefix. */

@@ -37,6 +37,7 @@ import {
   PROJECT_NAME_MESSAGE,
   PROJECT_PATH_MESSAGE,
 } from './paths.js';
+import { protectDefaultBranch } from './protected-branches.js';
 import { firstBranchPushData } from './push-events.js';
 import { cappedBy, fitsWithin, restrictedVisibilityMessage, visibilityAllowedFor } from './visibility.js';
 import { withWriteLease } from './write-leases.js';
@@ -366,6 +367,8 @@ export async function createProject(deps: Deps, user: User, input: CreateProject
         push_data: JSON.stringify(null),
         created_at: now,
       });
+      // GitLab's ProtectDefaultBranchService, as the project's default_branch_protection says.
+      await protectDefaultBranch(tx, project, defaultBranch, now);
       repoPath = deps.storages.repositoryPath(storage, project.id);
       await initBareRepository(repoPath, defaultBranch);
       if (input.initializeWithReadme) {

@@ -5,9 +5,14 @@ import { readObject } from '../git/catfile.js';
 import { gitText } from '../git/command.js';
 import { type Commit, parseCommitObject } from '../git/commit.js';
 import type { RefUpdate } from '../git/smart-http.js';
+import { readTreeEntry } from '../git/tree.js';
+import { enqueueJob } from '../jobs/queue.js';
+import { wakeWorkers } from '../jobs/worker.js';
+import { ciConfigPath } from './ci/pipelines.js';
 import type { Deps } from './deps.js';
 import { refreshMergeRequestsForPush } from './merge-request-refresh.js';
 import { scheduleRepositoryMaintenance } from './repository-maintenance.js';
+import { queuePushHooks } from './webhooks.js';
 
 /** Above this many refs of one kind and action, GitLab records one bulk event with `ref_count`. */
 const BULK_PUSH_THRESHOLD = 3;
@@ -159,8 +164,9 @@ async function recordPushEvents(
 
 /**
  * What GitLab's post-receive does for every ref change, whether from `git push` or from an API
- * write (GitLab writes those through Gitaly with the same hooks): `pushed` events, the project's
- * last activity, merge requests from and into the pushed branches, and upkeep of its repository.
+ * write (GitLab writes those through Gitaly with the same hooks): `pushed` events and the push
+ * hooks of webhooks and integrations (queued in one transaction), the project's last activity,
+ * merge requests from and into the pushed branches, and upkeep of its repository.
  */
 export async function recordRefChanges(
   deps: Deps,
@@ -170,9 +176,53 @@ export async function recordRefChanges(
   updates: RefUpdate[],
 ): Promise<void> {
   if (updates.length === 0) return;
-  await recordPushEvents(deps, project, user, gitDir, updates);
+  await deps.db.transaction().execute(async (trx) => {
+    const inTransaction = { ...deps, db: trx };
+    await recordPushEvents(inTransaction, project, user, gitDir, updates);
+    await queuePushHooks(
+      trx,
+      project,
+      user,
+      updates.map((u) => ({ ref: u.ref, before: u.oldId, after: u.newId })),
+    );
+  });
   await updateProject(deps.db, project.id, { last_activity_at: deps.clock.now() });
   await refreshMergeRequestsForPush(deps, project, gitDir, updates);
+  await queuePushPipelines(deps, project, user, gitDir, updates);
   // Deleting refs adds no commits to the graph.
   if (updates.some((u) => !isZero(u.newId))) await scheduleRepositoryMaintenance(deps, project.id);
+}
+
+/** The job kind that makes a pushed ref's pipeline (src/jobs/ci.ts). */
+const CREATE_PIPELINE_JOB = 'ci_create_pipeline';
+
+/**
+ * Queues one durable job per pushed branch or tag (not deletions) that makes its pipeline from
+ * the CI file: the push itself does no CI work.
+ */
+async function queuePushPipelines(
+  deps: Deps,
+  project: Project,
+  user: User,
+  gitDir: string,
+  updates: RefUpdate[],
+): Promise<void> {
+  const configPath = await ciConfigPath(deps, project);
+  let queued = false;
+  for (const update of updates) {
+    if (isZero(update.newId) || !describe(update)) continue;
+    // No CI file at the new commit, no pipeline (and no job to find that out).
+    const entry = await readTreeEntry(gitDir, update.newId, configPath).catch(() => null);
+    if (entry?.type !== 'blob') continue;
+    await enqueueJob(deps.db, CREATE_PIPELINE_JOB, {
+      project_id: project.id,
+      user_id: user.id,
+      ref: update.ref,
+      before: update.oldId,
+      after: update.newId,
+    });
+    queued = true;
+  }
+  // The pipeline should exist within moments of the push, not at the next poll.
+  if (queued) wakeWorkers();
 }

@@ -8,7 +8,14 @@ import { isValidBranchName, isValidRevision, isValidTagName } from '../git/valid
 import { commitFiles, ZERO_OID } from '../git/write.js';
 import { ApiError, notFound } from '../http/errors.js';
 import type { ProjectPolicy } from '../policies/abilities.js';
+import { canDeleteProtectedBranch, matchingRules } from '../policies/branch-protection.js';
 import type { Deps } from './deps.js';
+import {
+  checkProtectedBranchCreation,
+  DELETE_PROTECTED_MESSAGE,
+  loadProtectedBranches,
+  protectedBranchRules,
+} from './protected-branches.js';
 import { recordRefChanges } from './push-events.js';
 import { leasedWrite } from './write-leases.js';
 
@@ -52,16 +59,18 @@ async function createDefaultBranch(deps: Deps, project: Project, user: User, git
 export const createBranch = leasedWrite(async function createBranch(
   deps: Deps,
   project: Project,
-  user: User,
+  policy: ProjectPolicy,
   gitDir: string,
   name: string,
   ref: string,
 ): Promise<string> {
+  const user = policy.user as User;
   if (await isEmptyRepository(gitDir)) await createDefaultBranch(deps, project, user, gitDir);
   if (!isValidBranchName(name)) throw fail('Branch name is invalid');
   if (await readBranchTip(gitDir, name)) throw fail('Branch already exists');
   const commit = await resolveCommitId(gitDir, ref);
   if (!commit) throw fail(`Invalid reference name: ${ref}`);
+  await checkProtectedBranchCreation(deps, project, policy, name);
   try {
     await createRef(gitDir, 'branch', name, commit);
   } catch (error) {
@@ -99,23 +108,28 @@ async function removeRef(
 
 /**
  * GitLab's Branches::DeleteService for a branch found at `tip`. The default branch is protected
- * from deletion for everyone (GitLab's pre-receive check, answered as a 400 with its text).
+ * from deletion for everyone, and a protected branch may be removed by maintainers only (GitLab's
+ * pre-receive checks, answered as a 400 with their text).
  */
 export const deleteBranch = leasedWrite(async function deleteBranch(
   deps: Deps,
   project: Project,
-  user: User,
+  policy: ProjectPolicy,
   gitDir: string,
   name: string,
   tip: string,
 ): Promise<void> {
+  const user = policy.user as User;
   if (name === project.default_branch) throw fail('The default branch of a project cannot be deleted.');
+  if ((await protectedBranchRules(deps, project.id, name)) && !canDeleteProtectedBranch(policy)) {
+    throw fail(DELETE_PROTECTED_MESSAGE);
+  }
   await removeRef(deps, project, user, gitDir, 'branch', name, tip);
 });
 
 /**
  * GitLab's Branches::DeleteMergedService: removes every branch merged into the default branch,
- * except protected ones (here: the default branch). Without push rights nothing happens, as
+ * except the default branch and protected ones. Without push rights nothing happens, as
  * GitLab's worker refuses silently after the API has answered. Returns the names removed.
  */
 export const deleteMergedBranches = leasedWrite(async function deleteMergedBranches(
@@ -129,8 +143,9 @@ export const deleteMergedBranches = leasedWrite(async function deleteMergedBranc
   const tip = await readBranchTip(gitDir, project.default_branch);
   if (!tip) return [];
   const removed: string[] = [];
+  const rules = await loadProtectedBranches(deps, project.id);
   for (const branch of await listMergedBranches(gitDir, tip)) {
-    if (branch.name === project.default_branch) continue;
+    if (branch.name === project.default_branch || matchingRules(rules, branch.name).length > 0) continue;
     try {
       await deleteRef(gitDir, 'branch', branch.name, branch.target);
     } catch (error) {

@@ -2,13 +2,13 @@ import type { Project, User } from '../db/schema.js';
 import { objectInfo } from '../git/catfile.js';
 import { GitError } from '../git/errors.js';
 import { listCommits } from '../git/log.js';
+import { mergeBase } from '../git/merge-base.js';
 import { readBranchTip } from '../git/repo-info.js';
 import { isValidBranchName } from '../git/validate.js';
 import { ActionError, commitTree, type FileAction, treeWithActions, ZERO_OID } from '../git/write.js';
 import { ApiError, forbidden } from '../http/errors.js';
-import type { ProjectPolicy } from '../policies/abilities.js';
-import { pushLevelFor } from '../policies/branch-protection.js';
 import type { Deps } from './deps.js';
+import { FORCE_PUSH_PROTECTED_MESSAGE, protectedBranchRules } from './protected-branches.js';
 import { recordRefChanges } from './push-events.js';
 import { leasedWrite, READ_ONLY_MESSAGE } from './write-leases.js';
 
@@ -33,11 +33,6 @@ export interface CommitRequest {
 const fail = (message: string) => new ApiError(400, { message });
 /** The branch is not where the commit was built on: a concurrent writer moved it. */
 const branchMoved = (branch: string) => fail(`Could not update ${branch}. Please refresh and try again.`);
-
-/** push_code, and the level the branch's protection asks for (src/policies/branch-protection.ts). */
-export function canPushToBranch(project: Project, policy: ProjectPolicy, branch: string): boolean {
-  return policy.can('push_code') && policy.level >= pushLevelFor(project, branch);
-}
 
 /**
  * An early refusal while a storage move holds the repository read-only, for a service that works
@@ -101,6 +96,14 @@ export const createCommit = leasedWrite(async function createCommit(
     if ((await lastCommitFor(gitDir, parent, file)) !== action.lastCommitId) {
       throw fail(request.changedMessage?.(file) ?? `The file has changed since you started editing it: ${file}`);
     }
+  }
+
+  // Overwriting a branch with history that leaves out its tip is a force push: a protected
+  // branch refuses it unless a rule allows force pushes (GitLab's pre-receive check, as a 400).
+  if (differentBranch && branchTip && request.force) {
+    const rewinds = !parent || (await mergeBase(gitDir, [branchTip, parent])) !== branchTip;
+    const rules = rewinds ? await protectedBranchRules(deps, project.id, request.branch) : null;
+    if (rules && !rules.allowForcePush) throw fail(FORCE_PUSH_PROTECTED_MESSAGE);
   }
 
   let tree: string;

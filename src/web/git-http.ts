@@ -20,8 +20,9 @@ import type { AppContext, AppState } from '../http/context.js';
 import { ApiError } from '../http/errors.js';
 import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
-import { isProtectedBranch, pushLevelFor } from '../policies/branch-protection.js';
+import { canDeleteProtectedBranch } from '../policies/branch-protection.js';
 import { resolveActor, type ScopeRule } from '../services/auth.js';
+import { findRunningBuildByToken } from '../services/ci/builds.js';
 import type { Deps } from '../services/deps.js';
 import {
   gitOverHttpAllowed,
@@ -32,6 +33,7 @@ import {
 } from '../services/instance-access.js';
 import { checkUserPassword, isAccessLocked } from '../services/password-auth.js';
 import { findProjectAndNamespace } from '../services/projects.js';
+import { protectDefaultBranch, pushRulesForHook, renameProtectedBranch } from '../services/protected-branches.js';
 import { recordRefChanges } from '../services/push-events.js';
 import { acquireWriteLease } from '../services/write-leases.js';
 
@@ -132,7 +134,9 @@ export interface GitAccess {
 export async function authorizeGit(ctx: AppContext, fullPath: string, service: GitService): Promise<GitAccess> {
   const deps = ctx.state.deps;
   const push = service === 'git-receive-pack';
-  const user = await gitUser(deps, basicCredentials(ctx), push);
+  const credentials = basicCredentials(ctx);
+  if (credentials?.login === JOB_TOKEN_LOGIN) return authorizeJobToken(deps, credentials.password, fullPath, push);
+  const user = await gitUser(deps, credentials, push);
   const found = fullPath.includes('/') ? await findProjectAndNamespace(deps, fullPath) : undefined;
   // Anonymous callers are asked for credentials before anything is revealed.
   if (!user && (push || !found)) throw deny();
@@ -157,6 +161,28 @@ export async function authorizeGit(ctx: AppContext, fullPath: string, service: G
     if (!policy.can('push_code')) throw new GitHttpError(403, MESSAGES.push);
     if (project.repository_read_only) throw new GitHttpError(403, MESSAGES.readOnly);
   }
+  const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
+  return { project, namespace, policy, user, gitDir };
+}
+
+/** The login with which a CI job clones its project using its job token (CI_JOB_TOKEN). */
+const JOB_TOKEN_LOGIN = 'gitlab-ci-token';
+
+/**
+ * A running job's token reads its own project's repository, as the job's user may, and nothing
+ * else: other projects are not found, pushes are refused, and the token stops when the job ends.
+ */
+async function authorizeJobToken(deps: Deps, token: string, fullPath: string, push: boolean): Promise<GitAccess> {
+  const build = await findRunningBuildByToken(deps, token);
+  if (!build) throw deny();
+  const found = fullPath.includes('/') ? await findProjectAndNamespace(deps, fullPath) : undefined;
+  if (!found || found.project.id !== build.project_id) throw new GitHttpError(404, MESSAGES.notFound);
+  if (push) throw new GitHttpError(403, MESSAGES.push);
+  if (!(await gitOverHttpAllowed(deps))) throw new GitHttpError(403, gitProtocolRefusal('http'));
+  const { project, namespace } = found;
+  const user = build.user_id ? ((await findUserByIdOrUsername(deps.db, String(build.user_id))) ?? null) : null;
+  const policy = await loadProjectPolicy(deps, user, project, namespace);
+  if (!policy.can('read_code')) throw new GitHttpError(403, MESSAGES.download);
   const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
   return { project, namespace, policy, user, gitDir };
 }
@@ -214,18 +240,20 @@ async function serve(ctx: AppContext, access: GitAccess, service: GitService): P
   let git: ReturnType<typeof runService>;
   let logDir: string;
   try {
-    // Our hooks enforce protection; post-receive tells us what changed.
-    logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
+    // Our hooks enforce protection (the caller's verdict per protected branch, in a file: a
+    // project may have more rules than an environment variable holds); post-receive tells us
+    // what changed.
     const { project } = access;
-    const defaultBranch = project.default_branch ?? '';
-    const canPushDefault = access.policy.level >= pushLevelFor(project, defaultBranch);
+    const rules = await pushRulesForHook(deps, project, access.policy);
+    logDir = await fs.mkdtemp(path.join(os.tmpdir(), 'depot-push-'));
+    await fs.writeFile(path.join(logDir, 'protected'), `${rules}\n`);
     git = runService(access.gitDir, service, requestBody(ctx), {
       protocol,
       config: { 'core.hooksPath': receiveHooksDir() },
       env: {
-        DEPOT_DEFAULT_BRANCH: defaultBranch,
-        DEPOT_DEFAULT_BRANCH_PROTECTED: isProtectedBranch(project, defaultBranch) ? '1' : '0',
-        DEPOT_CAN_PUSH_PROTECTED: canPushDefault ? '1' : '0',
+        DEPOT_DEFAULT_BRANCH: project.default_branch ?? '',
+        DEPOT_PROTECTED_FILE: path.join(logDir, 'protected'),
+        DEPOT_CAN_DELETE_PROTECTED: canDeleteProtectedBranch(access.policy) ? '1' : '0',
         DEPOT_PUSH_LOG: path.join(logDir, 'refs'),
       },
     });
@@ -257,7 +285,15 @@ async function afterPush(deps: Deps, access: GitAccess, pushLog: string): Promis
     if (created) {
       const branch = created.ref.slice('refs/heads/'.length);
       await setHeadBranch(gitDir, branch);
-      await deps.db.updateTable('projects').set({ default_branch: branch }).where('id', '=', project.id).execute();
+      // GitLab protects the default branch its first push names (ProtectDefaultBranchService):
+      // the rule made at creation for the branch named then follows the default branch.
+      await deps.db.transaction().execute(async (tx) => {
+        await tx.updateTable('projects').set({ default_branch: branch }).where('id', '=', project.id).execute();
+        if (project.default_branch && project.default_branch !== branch) {
+          await renameProtectedBranch(tx, project.id, project.default_branch, branch);
+        }
+        await protectDefaultBranch(tx, project, branch, deps.clock.now());
+      });
     }
   }
   await recordRefChanges(deps, project, access.user, gitDir, updates);

@@ -29,6 +29,7 @@ const NOT_JSON: Record<string, RegExp> = {
   'get /api/v4/projects/:id/repository/files/:file_path/raw': /^text\/plain; charset=utf-8$/,
   'get /api/v4/projects/:id/repository/archive': /^application\/octet-stream$/,
   'get /api/v4/projects/:id/repository/archive.:format': /^application\/zip$/,
+  'get /api/v4/projects/:id/snapshot': /^application\/x-tar$/,
 };
 
 beforeAll(async () => {

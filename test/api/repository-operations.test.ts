@@ -69,12 +69,8 @@ async function makeSample(options: { visibility?: 'private' | 'public' } = {}): 
   await b.git(alice, 'tag', '-a', 'v2.0', '-m', 'Release 2');
   await b.install(gitDir);
   // Developers push to main unless a test protects it (the instance default protects it fully).
-  await app.deps.db
-    .updateTable('projects')
-    .set({ default_branch_protection: 0 })
-    .where('id', '=', project.id)
-    .execute();
-  return { project: { ...project, default_branch_protection: 0 }, gitDir, c: { c1, c2, c3, f1, f2 } };
+  await app.deps.db.deleteFrom('protected_branches').where('project_id', '=', project.id).execute();
+  return { project, gitDir, c: { c1, c2, c3, f1, f2 } };
 }
 
 const client = (token: string) => new Gitlab({ host: app.baseUrl, token });
@@ -337,12 +333,13 @@ describe('POST /projects/:id/repository/commits/:sha/cherry_pick', () => {
       const tip = await revParse(gitDir, 'pick-target');
       expect(tip === c.c3, persona.name).toBe(res.status !== 201);
     }
-    // The default branch under full protection: maintainers only.
-    await app.deps.db
-      .updateTable('projects')
-      .set({ default_branch_protection: 2 })
-      .where('id', '=', project.id)
-      .execute();
+    // The default branch protected: maintainers only.
+    const protect = await app.request(`/projects/${project.id}/protected_branches`, {
+      method: 'POST',
+      token: personas.find((p) => p.name === 'admin')?.token,
+      body: { name: 'main', push_access_level: 40 },
+    });
+    expect(protect.status, protect.text).toBe(201);
     const dev = personas.find((p) => p.name === 'developer') as Persona;
     const maintainer = personas.find((p) => p.name === 'maintainer') as Persona;
     const onMain = (token: string | undefined) =>

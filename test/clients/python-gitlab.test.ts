@@ -238,8 +238,8 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
       bad_target_type: ['GitlabListError', 400],
       read_user_events: ['pushed new', 'joined'],
       read_user_project: ['GitlabListError', 403],
-      });
     });
+  });
 
   it('transfers and sharing: project and group links, project and group transfers', async () => {
     const out = await flow('sharing.py');
@@ -265,6 +265,50 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('runners, pipelines and jobs', async () => {
+    const out = await flow('ci.py');
+    expect(out).toEqual({
+      registered: [true, true],
+      verified: true,
+      bad_token: ['GitlabCreateError', 403],
+      runner: ['py-runner', 'not_connected', 'project_type', ['py']],
+      renamed: 'renamed',
+      project_runners: [true],
+      all_runners: true,
+      pipeline: ['pending', 'main', 'api'],
+      jobs: [
+        ['build', 'pending'],
+        ['test', 'created'],
+      ],
+      patched: [202, '0-6'],
+      trace: 'built\n',
+      after_build: [
+        ['build', 'success'],
+        ['test', 'pending'],
+      ],
+      runner_jobs: true,
+      online: 'online',
+      canceled: 'canceled',
+      // The canceled test job runs again; with build done, the pipeline is running.
+      retried: 'running',
+      disable_only: ['GitlabDeleteError', 403],
+      deleted: ['GitlabGetError', 404],
+    });
+  });
+
+  it('Pages domains: create, list, save, the administrators’ list, refusals, delete', async () => {
+    const out = await flow('pages.py');
+    expect(out).toEqual({
+      created: ['www.site.example', 'http://www.site.example', false, 32],
+      listed: ['www.site.example'],
+      saved: true,
+      admin_list: [['www.site.example', true]],
+      bad_name: ['GitlabCreateError', 400],
+      taken: ['GitlabCreateError', 400],
+      deleted: ['GitlabGetError', 404],
+    });
+  });
+
   it('application settings, plan limits and the audit trail', async () => {
     const out = await flow('settings.py');
     expect(out).toEqual({
@@ -277,6 +321,22 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
       npm_changed: 1048576,
       unknown_plan: ['GitlabHttpError', 400],
       audited: true,
+    });
+  });
+
+  it('project webhooks and integrations', async () => {
+    const out = await flow('hooks.py');
+    expect(out).toEqual({
+      created: [true, true, false, false],
+      listed: true,
+      saved: [true, 'main'],
+      refused: ['GitlabCreateError', 422],
+      deleted: ['GitlabGetError', 404],
+      missing: ['GitlabUpdateError', 400],
+      slack: [true, false, '#dev', false],
+      kept: ['#ops', false],
+      active: ['slack'],
+      after_delete: [],
     });
   });
 
@@ -297,6 +357,30 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
       main_has_x: 'x\n',
       source_removed: ['GitlabGetError', 404],
       commits: ['Add x'],
+    });
+  });
+
+  it('protected branches: a wildcard with a user grant, enforced on commits, then unprotected', async () => {
+    const out = await flow('protected_branches.py');
+    expect(out).toEqual({
+      default: [['main', [40]]],
+      created: [
+        'release/*',
+        [
+          [0, false, 'No one'],
+          [null, true, 'Linus'],
+        ],
+        ['Developers + Maintainers'],
+        false,
+      ],
+      get: ['release/*', true],
+      duplicate: ['GitlabCreateError', 409],
+      names: ['main', 'release/*'],
+      dev_main: ['GitlabCreateError', 403],
+      dev_release: 'try',
+      branch_flags: [true, false],
+      after_delete: ['main'],
+      gone: ['GitlabGetError', 404],
     });
   });
 

@@ -9,7 +9,9 @@ import { loadConfig } from '../../src/config.js';
 import type { Project, User } from '../../src/db/schema.js';
 import { JOB_KINDS } from '../../src/jobs/kinds.js';
 import { Worker } from '../../src/jobs/worker.js';
+import { loadProjectPolicy } from '../../src/policies/abilities.js';
 import { openRuntime } from '../../src/runtime.js';
+import { findProjectAndNamespace } from '../../src/services/projects.js';
 import { createBranch } from '../../src/services/ref-writes.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { makeSampleProject, makeToken, makeUser } from '../support/factories.js';
@@ -220,11 +222,18 @@ describe('storage moves and writes under way (write leases)', () => {
 
   it('refuses a write whose project row was loaded before the move, once the project has moved', async () => {
     const { project, gitDir } = await makeSampleProject(app, admin, { path: `stale-row${++counter}` });
+    const found = await findProjectAndNamespace(app.deps, String(project.id));
+    const policy = await loadProjectPolicy(
+      app.deps,
+      admin,
+      project,
+      found?.namespace as NonNullable<typeof found>['namespace'],
+    );
     const moveId = await scheduleMove(project);
     expect(await new Worker(app.deps, JOB_KINDS).drain()).toBe(1);
     expect((await moveRow(moveId)).state).toBe(4);
     // `project` still says writable, on `default`: the write must not land in the old place.
-    await expect(createBranch(app.deps, project, admin, gitDir, 'late', 'main')).rejects.toMatchObject({
+    await expect(createBranch(app.deps, project, policy, gitDir, 'late', 'main')).rejects.toMatchObject({
       status: 403,
       body: { message: `403 Forbidden - ${READ_ONLY}` },
     });

@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 
 /**
- * Issue 22's tables. Custom Pages domains (GitLab's pages_domains): one row per domain, unique without regard to
+ * Issue 22's tables (and CI's report artifacts, which the dependency list reads). Custom Pages domains (GitLab's pages_domains): one row per domain, unique without regard to
  * case; the certificate kept as given, its private key sealed with the instance key, and the
  * DNS verification state (`verified_at`, `enabled_until`) the verification job keeps.
  */
@@ -102,9 +102,22 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     db,
   );
   await sql`CREATE INDEX security_advisories_package ON security_advisories (ecosystem, package_name)`.execute(db);
+
+  // Report artifacts a CI job uploads (reports:cyclonedx): read by the dependency list.
+  await db.schema
+    .createTable('ci_build_reports')
+    .addColumn('id', 'serial', (c) => c.primaryKey())
+    .addColumn('build_id', 'integer', (c) => c.notNull().references('ci_builds.id').onDelete('cascade'))
+    .addColumn('file_type', 'text', (c) => c.notNull())
+    .addColumn('filename', 'text', (c) => c.notNull())
+    .addColumn('content', 'bytea', (c) => c.notNull())
+    .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
+    .execute();
+  await sql`CREATE INDEX ci_build_reports_build ON ci_build_reports (build_id, file_type)`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await db.schema.dropTable('ci_build_reports').execute();
   await db.schema.dropTable('security_advisories').execute();
   await db.schema.dropTable('error_tracking_error_events').execute();
   await db.schema.dropTable('error_tracking_errors').execute();

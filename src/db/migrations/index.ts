@@ -16,8 +16,11 @@ import * as m0014 from './0014-default-branch-protection.js';
 import * as m0015 from './0015-event-feeds.js';
 import * as m0016 from './0016-user-lifecycle.js';
 import * as m0017 from './0017-group-links.js';
+import * as m0018 from './0018-protected-branches.js';
 import * as m0019 from './0019-merge-requests.js';
+import * as m0020 from './0020-ci.js';
 import * as m0021 from './0021-pages-error-tracking.js';
+import * as m0022 from './0022-hooks-integrations.js';
 
 /** Every migration in order. Names never change once landed. */
 export const migrations: Record<string, Migration> = {
@@ -38,6 +41,9 @@ export const migrations: Record<string, Migration> = {
   '0015-event-feeds': m0015,
   '0016-user-lifecycle': m0016,
   '0017-group-links': m0017,
+  '0018-protected-branches': m0018,
   '0019-merge-requests': m0019,
+  '0020-ci': m0020,
   '0021-pages-error-tracking': m0021,
+  '0022-hooks-integrations': m0022,
 };

@@ -46,6 +46,11 @@ export interface OutboundOptions {
   lookup?: Lookup;
   /** TCP connector; tests inject one to observe where connections go. */
   dial?: Dial;
+  /**
+   * Check the https certificate (chain and host name). Off only where the user asked for it, as
+   * GitLab's `enable_ssl_verification: false` on a hook or a build server integration.
+   */
+  verifyTls: boolean;
   /** Extra trusted certificates for https (PEM), besides Node's bundled roots. */
   ca?: string | Buffer | Array<string | Buffer>;
 }
@@ -73,6 +78,7 @@ export const DEFAULT_OUTBOUND_OPTIONS: OutboundOptions = {
   connectTimeoutMs: CONNECT_TIMEOUT_MS,
   timeoutMs: TOTAL_TIMEOUT_MS,
   maxBytes: MAX_RESPONSE_BYTES,
+  verifyTls: true,
 };
 
 /** The application settings the guard reads, under GitLab's names (absent ones take GitLab's defaults). */

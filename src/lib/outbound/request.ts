@@ -144,7 +144,12 @@ function exchange(
             socket: raw,
             // SNI carries a name, never an address; the certificate is checked against the URL's host.
             ...(net.isIP(hostname) ? {} : { servername: hostname }),
-            checkServerIdentity: (_host, cert) => tls.checkServerIdentity(hostname, cert),
+            ...(opts.verifyTls === false
+              ? { rejectUnauthorized: false, checkServerIdentity: () => undefined }
+              : {
+                  checkServerIdentity: (_host: string, cert: tls.PeerCertificate) =>
+                    tls.checkServerIdentity(hostname, cert),
+                }),
             ...(opts.ca ? { ca: [...tls.rootCertificates, ...[opts.ca].flat()] } : {}),
           })
         : raw;
