@@ -87,7 +87,7 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
     const id = project.id as number;
     const openapi = (await (await fetch(`${api}/openapi.json`)).json()) as { paths: Record<string, unknown> };
     // Webhooks and runners arrive with their modules: the mix uses them when the routes exist.
-    const hooks = '/projects/{id}/hooks' in openapi.paths;
+    const hooks = '/api/v4/projects/{id}/hooks' in openapi.paths;
     // Each client is a user of its own (GitLab's archive limit is 5 a minute per user and project,
     // which each client keeps to).
     const clientTokens: string[] = [];
@@ -107,7 +107,7 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
       clientTokens.push(token.token);
     }
     await benchApi(api, 'PUT', `/projects/${id}`, { default_branch: 'main' });
-    const runners = '/jobs/request' in openapi.paths;
+    const runners = '/api/v4/jobs/request' in openapi.paths;
     if (hooks) {
       await benchApi(api, 'PUT', '/application/settings', { allow_local_requests_from_web_hooks_and_services: true });
       await benchApi(api, 'POST', `/projects/${id}/hooks`, { url: hookUrl, push_events: true });
