@@ -1260,6 +1260,7 @@ describe('authorization matrix', () => {
         }
       }
     }
+    console.info(`authorization matrix: ${api.operations.length} routes, ${checked} requests`);
     expect(mismatches, mismatches.join('\n')).toEqual([]);
     expect(checked).toBeGreaterThan(1000);
   }, 600_000);

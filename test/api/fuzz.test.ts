@@ -444,14 +444,17 @@ describe('what the long fuzz runs found', () => {
     expect(surrogate.body).toEqual({ message: '400 Bad request' });
     const after = await app.request('/application/settings', { token: adminToken });
     expect(after.body.after_sign_up_text).toBe(before.body.after_sign_up_text);
-    const theme = await app.request(`/users/${values.user}`, {
+    // A user of its own: the fuzz pass may have deleted the shared one.
+    const target = await makeUser(app, { randomPassword: false });
+    const theme = await app.request(`/users/${target.id}`, {
       method: 'PUT',
       token: adminToken,
       body: { theme_id: '-2147483649' },
     });
     expect(theme.status).toBe(400);
     expect(theme.body).toEqual({ message: '400 Bad request' });
-    const user = await app.request(`/users/${values.user}`, { token: adminToken });
+    const user = await app.request(`/users/${target.id}`, { token: adminToken });
+    expect(user.status).toBe(200);
     expect(user.body.theme_id).not.toBe(-2147483649);
   });
 });
