@@ -1,3 +1,7 @@
+import { createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { deflateSync } from 'node:zlib';
 import { readObject } from './catfile.js';
 import { checkGitVersion, gitText, streamGit } from './command.js';
 import { type Commit, parseCommitObject, type Signature } from './commit.js';
@@ -78,16 +82,35 @@ const FIXED_IDENTITY = {
   GIT_COMMITTER_DATE: '946684800 +0000',
 };
 
-/** A commit of `tree` on `parent` that only serves as a merge side (fixed identity and date). */
-function sideCommit(gitDir: string, tree: string, parent: string | null): Promise<string> {
-  return gitText({
-    gitDir,
-    env: FIXED_IDENTITY,
-    subcommand: 'commit-tree',
-    flags: parent ? [['-p', parent]] : [],
-    args: [tree],
-    input: 'merge side\n',
-  });
+/**
+ * A commit of `tree` on `parent` that only serves as a merge side (fixed identity and date),
+ * written as a loose object directly: the same bytes `git commit-tree` would write, without a
+ * process (this runs on every pick on git without `--merge-base`). The object format follows
+ * the tree id's length (SHA-1 or SHA-256).
+ */
+async function sideCommit(gitDir: string, tree: string, parent: string | null): Promise<string> {
+  const identity = `${FIXED_IDENTITY.GIT_AUTHOR_NAME} <${FIXED_IDENTITY.GIT_AUTHOR_EMAIL}> ${FIXED_IDENTITY.GIT_AUTHOR_DATE}`;
+  const body = Buffer.from(
+    `tree ${tree}\n${parent ? `parent ${parent}\n` : ''}author ${identity}\ncommitter ${identity}\n\nmerge side\n`,
+  );
+  const object = Buffer.concat([Buffer.from(`commit ${body.length}\0`), body]);
+  const id = createHash(tree.length === 64 ? 'sha256' : 'sha1')
+    .update(object)
+    .digest('hex');
+  const dir = path.join(gitDir, 'objects', id.slice(0, 2));
+  const file = path.join(dir, id.slice(2));
+  if (
+    await fs.stat(file).then(
+      () => true,
+      () => false,
+    )
+  )
+    return id;
+  await fs.mkdir(dir, { recursive: true });
+  const temporary = path.join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString('hex')}`);
+  await fs.writeFile(temporary, deflateSync(object), { mode: 0o444 });
+  await fs.rename(temporary, file);
+  return id;
 }
 
 const TREE_LINE = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
