@@ -885,11 +885,18 @@ const RULES: Record<string, Rule> = {
   'get /jobs/:id/artifacts': { on: 'none', min: 'partial' },
   // Pipelines and jobs (pipelines.rb, jobs.rb: read_pipeline and read_build for whoever reads
   // the project; creating, cancelling, retrying and playing: Developers).
-  'get /projects/:id/pipelines': { on: 'project', min: 'partial' },
-  'get /projects/:id/pipelines/:pipeline_id': { on: 'project', min: 'partial' },
-  'post /projects/:id/pipeline': { on: 'project', min: 'partial' },
-  'get /projects/:id/pipelines/:pipeline_id/jobs': { on: 'project', min: 'partial' },
-  'post /projects/:id/pipelines/:pipeline_id/cancel': { on: 'project', min: 'partial' },
+  'get /projects/:id/pipelines': { on: 'project', min: 'any' },
+  'get /projects/:id/pipelines/:pipeline_id': { on: 'project', min: 'any' },
+  'post /projects/:id/pipeline': { on: 'project', min: 'developer', body: () => ({ ref: 'matrix' }) },
+  'get /projects/:id/pipelines/:pipeline_id/jobs': { on: 'project', min: 'any' },
+  'post /projects/:id/pipelines/:pipeline_id/cancel': {
+    on: 'project',
+    min: 'developer',
+    fresh: async (w, v) => {
+      const pipeline = await adminRequest(`/projects/${w.projects[v].id}/pipeline`, 'POST', { ref: 'matrix' });
+      return { pipeline_id: String(pipeline.id) };
+    },
+  },
   'post /projects/:id/pipelines/:pipeline_id/retry': { on: 'project', min: 'partial' },
   'get /projects/:id/jobs': { on: 'project', min: 'partial' },
   'get /projects/:id/jobs/:job_id': { on: 'project', min: 'partial' },
@@ -1144,6 +1151,14 @@ beforeAll(async () => {
     });
   }
   for (const v of VISIBILITIES) {
+    // A CI file on the matrix branch, and a pipeline for it.
+    await adminRequest(`/projects/${projects[v].id}/repository/files/.gitlab-ci.yml`, 'POST', {
+      branch: 'matrix',
+      content: 'a:\n  script: [x]\n',
+      commit_message: 'CI',
+    });
+    const pipeline = await adminRequest(`/projects/${projects[v].id}/pipeline`, 'POST', { ref: 'matrix' });
+    world.values[`pipeline:${v}`] = String(pipeline.id);
     const hook = await adminRequest(`/projects/${projects[v].id}/hooks`, 'POST', { url: 'https://93.184.215.14/x' });
     world.values[`hook:${v}`] = String(hook.id);
     const protectedBranch = await app.request(`/projects/${projects[v].id}/protected_branches/main`, {
@@ -1204,6 +1219,7 @@ function fill(op: Operation, rule: Rule, visibility: Visibility, fresh: Values):
     if (name === 'hook_id') return w.values[`hook:${visibility}`] as string;
     if (name === 'trigger') return 'push_events';
     if (name === 'slug') return 'redmine';
+    if (name === 'pipeline_id') return w.values[`pipeline:${visibility}`] as string;
     return encodeURIComponent(w.values[name] ?? '1');
   });
 }
