@@ -20,7 +20,13 @@ const idParams = z.object({ id: p.id() });
 export function registerApplicationRoutes(api: ApiRouter): void {
   api.post(
     '/applications',
-    { summary: 'Create an OAuth application', auth: 'required', params: createParams, tags: ['applications'] },
+    {
+      summary: 'Create an OAuth application',
+      auth: 'required',
+      admin: true,
+      params: createParams,
+      tags: ['applications'],
+    },
     async (ctx, params) => {
       requireAdmin(ctx);
       const { application, secret } = await createOauthApplication(ctx.state.deps, null, {
@@ -35,7 +41,7 @@ export function registerApplicationRoutes(api: ApiRouter): void {
 
   api.get(
     '/applications',
-    { summary: 'List OAuth applications', auth: 'required', tags: ['applications'] },
+    { summary: 'List OAuth applications', auth: 'required', admin: true, tags: ['applications'] },
     async (ctx) => {
       requireAdmin(ctx);
       const apps = await listOauthApplications(ctx.state.deps.db);
@@ -45,7 +51,7 @@ export function registerApplicationRoutes(api: ApiRouter): void {
 
   api.delete(
     '/applications/:id',
-    { summary: 'Delete an OAuth application', auth: 'required', params: idParams, tags: ['applications'] },
+    { summary: 'Delete an OAuth application', auth: 'required', admin: true, params: idParams, tags: ['applications'] },
     async (ctx, params) => {
       requireAdmin(ctx);
       if (!(await deleteApplication(ctx.state.deps, params.id))) throw notFound('Application');

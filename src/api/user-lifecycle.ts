@@ -177,6 +177,8 @@ export function registerUserLifecycleRoutes(api: ApiRouter): void {
     {
       summary: "A user's impersonation tokens (administrators)",
       auth: 'required',
+      // impersonation_tokens: before { authenticated_as_admin! }, ahead of the parameters.
+      admin: true,
       params: z.object({
         ...userIdParams,
         state: p.enum(['all', 'active', 'inactive']).default('all'),
@@ -208,6 +210,7 @@ export function registerUserLifecycleRoutes(api: ApiRouter): void {
     {
       summary: 'Create an impersonation token, which acts as the user (administrators)',
       auth: 'required',
+      admin: true,
       params: z.object({
         ...userIdParams,
         name: p.string(),
@@ -232,7 +235,7 @@ export function registerUserLifecycleRoutes(api: ApiRouter): void {
 
   api.get(
     '/users/:user_id/impersonation_tokens/:impersonation_token_id',
-    { summary: 'An impersonation token (administrators)', auth: 'required', params: tokenIdParams },
+    { summary: 'An impersonation token (administrators)', auth: 'required', admin: true, params: tokenIdParams },
     async (ctx, params) => {
       const { user } = await adminTarget(ctx, params.user_id);
       const token = await impersonationToken(ctx, user, params.impersonation_token_id);
@@ -242,7 +245,12 @@ export function registerUserLifecycleRoutes(api: ApiRouter): void {
 
   api.delete(
     '/users/:user_id/impersonation_tokens/:impersonation_token_id',
-    { summary: 'Revoke an impersonation token (administrators)', auth: 'required', params: tokenIdParams },
+    {
+      summary: 'Revoke an impersonation token (administrators)',
+      auth: 'required',
+      admin: true,
+      params: tokenIdParams,
+    },
     async (ctx, params) => {
       const { user } = await adminTarget(ctx, params.user_id);
       const token = await impersonationToken(ctx, user, params.impersonation_token_id);

@@ -282,6 +282,8 @@ export function registerUserRoutes(api: ApiRouter): void {
     {
       summary: 'Create a personal access token for a user (administrators)',
       auth: 'required',
+      // users.rb personal_access_tokens: before { authenticated_as_admin! }, ahead of the parameters.
+      admin: true,
       scopes: READ_USER,
       params: tokenParams,
     },
