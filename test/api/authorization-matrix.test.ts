@@ -197,6 +197,12 @@ async function freshUser(state?: 'blocked_pending_approval'): Promise<Values> {
 }
 
 const ADMIN_404 = { admin: 404 };
+/**
+ * Administrator routes whose check GitLab makes inside the endpoint (users.rb `post` and
+ * `get ':user_id/memberships'` call authenticated_as_admin! first thing), after Grape has
+ * validated the parameters: a non-administrator's bad parameters answer 400 there, as here.
+ */
+const ADMIN_IN_ENDPOINT = new Set(['post /users', 'get /users/:user_id/memberships']);
 const MEMBERS_403 = { guest: 403, reporter: 403, developer: 403, maintainer: 403, owner: 403, admin: 403 };
 const BULK_MOVE = { source_storage_name: 'default', destination_storage_name: 'second' };
 
@@ -1276,6 +1282,24 @@ describe('authorization matrix', () => {
         }
       }
     }
+    // GitLab checks administrators before the parameters (before { authenticated_as_admin! }):
+    // a non-administrator with no or broken parameters still gets 403, and learns nothing of them.
+    const developer = world.personas.find((p) => p.name === 'developer') as Persona;
+    for (const op of api.operations) {
+      const key = `${op.method} ${op.path.slice(API_PREFIX.length)}`;
+      const rule = ruleFor(key) as Rule;
+      if (rule.min !== 'admin' || ADMIN_IN_ENDPOINT.has(key)) continue;
+      const path = `${fill(op, rule, 'public', {})}?per_page=nope&page=-1`;
+      const res = await app.request(path, {
+        method: op.method.toUpperCase(),
+        token: developer.token,
+        body: op.method === 'get' || op.method === 'delete' ? undefined : { bogus: { nested: ['x'] } },
+      });
+      checked += 1;
+      if (res.status !== 403)
+        mismatches.push(`${key} non-admin with bad parameters: want 403, got ${res.status} ${res.text.slice(0, 120)}`);
+    }
+    expect(mismatches, mismatches.join('\n')).toEqual([]);
     const partial = api.operations.filter(
       (op) => ruleFor(`${op.method} ${op.path.slice(API_PREFIX.length)}`)?.min === 'partial',
     ).length;
