@@ -12,6 +12,7 @@ import { registerChangelogRoutes } from './api/changelog.js';
 import { registerRunnerJobRoutes } from './api/ci-runner-jobs.js';
 import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
+import { registerEnvironmentRoutes } from './api/environments.js';
 import { registerFileRoutes } from './api/files.js';
 import { registerGroupRoutes } from './api/groups.js';
 import { registerMemberRoutes } from './api/members.js';
@@ -78,6 +79,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerRunnerRoutes,
   registerRunnerJobRoutes,
   registerPipelineRoutes,
+  registerEnvironmentRoutes,
 ];
 
 export interface CreateAppOptions {

@@ -213,6 +213,8 @@ export interface DB {
   ci_pipelines: CiPipelinesTable;
   ci_builds: CiBuildsTable;
   ci_build_trace_chunks: CiBuildTraceChunksTable;
+  environments: EnvironmentsTable;
+  deployments: DeploymentsTable;
 }
 
 export interface RepositoryHousekeepingTable {
@@ -528,3 +530,42 @@ export interface CiBuildTraceChunksTable {
 export type Runner = Selectable<CiRunnersTable>;
 export type Pipeline = Selectable<CiPipelinesTable>;
 export type Build = Selectable<CiBuildsTable>;
+
+/** A deployment target of a project (GitLab's environments). */
+export interface EnvironmentsTable {
+  id: Generated<number>;
+  project_id: number;
+  name: string;
+  slug: string;
+  external_url: string | null;
+  /** available, stopping or stopped. */
+  state: Generated<string>;
+  tier: Generated<string>;
+  auto_stop_at: NullableTimestamp;
+  /** Set by the review-app clean-up: the environment is deleted at this time. */
+  auto_delete_at: NullableTimestamp;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** A deployment to an environment, by a CI job (deployable_id) or through the API. */
+export interface DeploymentsTable {
+  id: Generated<number>;
+  iid: number;
+  project_id: number;
+  environment_id: number;
+  ref: string;
+  tag: Generated<boolean>;
+  sha: string;
+  user_id: number | null;
+  deployable_id: number | null;
+  status: string;
+  /** The name of the job that stops the environment this deployment made (`environment:on_stop`). */
+  on_stop: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  finished_at: NullableTimestamp;
+}
+
+export type Environment = Selectable<EnvironmentsTable>;
+export type Deployment = Selectable<DeploymentsTable>;

@@ -1,6 +1,7 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
 import { createPipelineJob, stuckBuildsJob } from './ci.js';
 import { dormantUsersJob } from './dormant-users.js';
+import { environmentAutoDeleteJob, environmentAutoStopJob } from './environments.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
 import { oauthPruneJob } from './oauth.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
@@ -20,4 +21,6 @@ export const JOB_KINDS: JobKind[] = [
   archiveCachePurgeJob,
   createPipelineJob,
   stuckBuildsJob,
+  environmentAutoStopJob,
+  environmentAutoDeleteJob,
 ];

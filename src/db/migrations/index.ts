@@ -14,6 +14,7 @@ import * as m0012 from './0012-settings-plan-limits-audit.js';
 import * as m0013 from './0013-repository-housekeeping.js';
 import * as m0014 from './0014-default-branch-protection.js';
 import * as m0020 from './0020-ci.js';
+import * as m0023 from './0023-environments.js';
 
 /** Every migration in order. Names never change once landed. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0013-repository-housekeeping': m0013,
   '0014-default-branch-protection': m0014,
   '0020-ci': m0020,
+  '0023-environments': m0023,
 };
