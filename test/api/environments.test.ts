@@ -1,0 +1,409 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { Gitlab } from '@gitbeaker/rest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Project, User } from '../../src/db/schema.js';
+import { type RunnerConfig, register as registerShippedRunner, runOnce } from '../../src/runner/main.js';
+import { environmentSlug } from '../../src/services/environments.js';
+import { startTestApp, type TestApp } from '../support/app.js';
+import { commitFiles, drainJobs, registrationToken, requestJob } from '../support/ci.js';
+import { makeMembers, makePersonas, makeSampleProject, makeUserWithToken } from '../support/factories.js';
+
+let app: TestApp;
+let owner: User;
+let ownerToken: string;
+let adminToken: string;
+let runnerDir: string;
+let runner: RunnerConfig;
+
+const HOUR = 60 * 60 * 1000;
+const DAY = 24 * HOUR;
+const client = (token: string) => new Gitlab({ host: app.baseUrl, token });
+
+beforeAll(async () => {
+  app = await startTestApp();
+  ({ user: owner, token: ownerToken } = await makeUserWithToken(app));
+  ({ token: adminToken } = await makeUserWithToken(app, { admin: true }));
+  runnerDir = await fs.mkdtemp(path.join(os.tmpdir(), 'env-runner-'));
+  // One instance runner (the shipped one) serves every project of this file.
+  runner = await registerShippedRunner({
+    url: app.baseUrl,
+    registrationToken: await registrationToken(app, adminToken, ''),
+    config: path.join(runnerDir, 'runner.json'),
+    description: 'environments',
+  });
+});
+afterAll(async () => {
+  await app?.close();
+  if (runnerDir) await fs.rm(runnerDir, { recursive: true, force: true });
+});
+
+const run = () => runOnce({ ...runner, buildsDir: runnerDir });
+
+const REVIEW_CI = `
+stages: [deploy, cleanup]
+deploy-review:
+  stage: deploy
+  script:
+    - echo "deploying $CI_ENVIRONMENT_NAME" > deployed.txt
+  artifacts:
+    paths: [deployed.txt]
+  environment:
+    name: review/$CI_COMMIT_REF_SLUG
+    url: https://$CI_ENVIRONMENT_SLUG.example.com
+    on_stop: stop-review
+    auto_stop_in: 1 day
+stop-review:
+  stage: cleanup
+  script:
+    - echo "stopping review app"
+  when: manual
+  environment:
+    name: review/$CI_COMMIT_REF_SLUG
+    action: stop
+`;
+
+async function pushCi(project: Project, yaml: string, branch = 'main'): Promise<string> {
+  const sha = await commitFiles(
+    app,
+    ownerToken,
+    project,
+    branch,
+    { '.gitlab-ci.yml': yaml },
+    branch === 'main' ? {} : { startBranch: 'main' },
+  );
+  await drainJobs(app);
+  return sha;
+}
+
+async function deploymentsOf(projectId: number) {
+  const res = await app.request(`/projects/${projectId}/deployments`, { token: ownerToken });
+  expect(res.status, res.text).toBe(200);
+  return res.body as { id: number; iid: number; status: string; environment: { name: string } }[];
+}
+
+describe('deployments from CI, run by the shipped runner', () => {
+  it('deploys a review app with its URL and last deployment, and stopping runs the on_stop job', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-review', visibility: 'private' });
+    const sha = await pushCi(project, REVIEW_CI, 'feature/login');
+    const name = 'review/feature-login';
+    const slug = environmentSlug(name);
+    // The slug is GitLab's: changed by slugging, so 17 characters, a dash and a 6-character suffix.
+    expect(slug).toMatch(/^review-feature-lo-[a-z0-9]{6}$/);
+
+    // The environment and a `created` deployment exist as soon as the job does.
+    const [pending] = await deploymentsOf(project.id);
+    expect(pending).toMatchObject({ iid: 1, status: 'created', environment: { name } });
+
+    const deployedAt = app.clock.now();
+    expect(await run()).toBe('success');
+    expect(await run()).toBeNull(); // the stop job is manual
+
+    const gitlab = client(ownerToken);
+    const environments = await gitlab.Environments.all(project.id);
+    expect(environments).toHaveLength(1);
+    const listed = environments[0] as Record<string, unknown>;
+    expect(listed).toMatchObject({ name, slug, state: 'available', external_url: `https://${slug}.example.com` });
+    expect(listed.last_deployment).toBeUndefined();
+
+    const shown = (await gitlab.Environments.show(project.id, listed.id as number)) as Record<string, any>;
+    expect(shown).toMatchObject({ id: listed.id, name, slug, state: 'available', tier: 'development' });
+    expect(new Date(shown.auto_stop_at).getTime() - deployedAt.getTime()).toBeGreaterThanOrEqual(DAY - 1000);
+    expect(new Date(shown.auto_stop_at).getTime() - deployedAt.getTime()).toBeLessThanOrEqual(DAY + 60_000);
+    const last = shown.last_deployment;
+    expect(last).toMatchObject({
+      id: pending?.id,
+      iid: 1,
+      ref: 'feature/login',
+      sha,
+      status: 'success',
+      user: { id: owner.id, username: owner.username },
+    });
+    expect(last.environment).toBeUndefined();
+    const runnerRow = await app.deps.db.selectFrom('ci_runners').select('id').executeTakeFirstOrThrow();
+    expect(last.deployable).toMatchObject({
+      name: 'deploy-review',
+      stage: 'deploy',
+      status: 'success',
+      ref: 'feature/login',
+      tag: false,
+      coverage: null,
+      user: { id: owner.id },
+      commit: { id: sha, short_id: sha.slice(0, 8) },
+      pipeline: { sha, ref: 'feature/login', status: 'success' },
+      runner: { id: runnerRow.id, description: 'environments' },
+      artifacts: [{ file_type: 'archive', filename: 'artifacts.zip', file_format: 'zip' }],
+    });
+    expect(last.deployable.artifacts[0].size).toBeGreaterThan(0);
+    expect(last.deployable.started_at).toEqual(expect.any(String));
+    expect(last.deployable.finished_at).toEqual(expect.any(String));
+    expect(last.deployable.duration).toEqual(expect.any(Number));
+    expect(last.deployable.web_url).toContain(`/-/jobs/${last.deployable.id}`);
+    expect(last.deployable.artifacts_expire_at).toEqual(expect.any(String));
+
+    // Stop: the environment is stopping while its on_stop job runs, stopped when the job succeeds.
+    const stopping = await gitlab.Environments.stop(project.id, listed.id as number);
+    expect(stopping).toMatchObject({ id: listed.id, state: 'stopping' });
+    expect(await run()).toBe('success');
+    const stopped = await gitlab.Environments.show(project.id, listed.id as number);
+    expect(stopped).toMatchObject({ state: 'stopped', auto_stop_at: null });
+    const jobs = (await app.request(`/projects/${project.id}/jobs`, { token: ownerToken })).body as {
+      name: string;
+      status: string;
+    }[];
+    expect(jobs.find((j) => j.name === 'stop-review')?.status).toBe('success');
+    // A stop job makes no deployment.
+    expect(await deploymentsOf(project.id)).toHaveLength(1);
+
+    // A new deployment to the stopped environment makes it available again.
+    await app.request(`/projects/${project.id}/pipeline`, {
+      method: 'POST',
+      token: ownerToken,
+      body: { ref: 'feature/login' },
+    });
+    expect(await run()).toBe('success');
+    expect(await gitlab.Environments.show(project.id, listed.id as number)).toMatchObject({ state: 'available' });
+    const again = await deploymentsOf(project.id);
+    expect(again.map((d) => [d.iid, d.status])).toEqual([
+      [1, 'success'],
+      [2, 'success'],
+    ]);
+    expect((await gitlab.Environments.show(project.id, listed.id as number)).last_deployment).toMatchObject({
+      iid: 2,
+    });
+  });
+
+  it('follows the job: created, running, failed; a failed deployment is not the last one', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-states', visibility: 'private' });
+    await pushCi(project, 'deploy:\n  script: [exit 1]\n  environment: production\n');
+    const [deployment] = await deploymentsOf(project.id);
+    expect(deployment).toMatchObject({ status: 'created', environment: { name: 'production' } });
+    const claimed = await requestJob(app, runner.token);
+    expect(claimed.status, claimed.text).toBe(201);
+    expect((await deploymentsOf(project.id))[0]?.status).toBe('running');
+    const put = await app.request(`/jobs/${claimed.body.id}`, {
+      method: 'PUT',
+      body: { token: claimed.body.token, state: 'failed', failure_reason: 'script_failure', exit_code: 1 },
+    });
+    expect(put.status, put.text).toBe(200);
+    const [failed] = await deploymentsOf(project.id);
+    expect(failed?.status).toBe('failed');
+    const gitlab = client(ownerToken);
+    const [environment] = await gitlab.Environments.all(project.id, { name: 'production' });
+    expect(environment).toMatchObject({ name: 'production', slug: 'production', tier: 'production' });
+    expect((await gitlab.Environments.show(project.id, environment?.id as number)).last_deployment).toBeNull();
+
+    // A canceled job cancels its deployment.
+    await app.request(`/projects/${project.id}/pipeline`, { method: 'POST', token: ownerToken, body: { ref: 'main' } });
+    const pipelines = (await app.request(`/projects/${project.id}/pipelines`, { token: ownerToken })).body;
+    const cancel = await app.request(`/projects/${project.id}/pipelines/${pipelines[0].id}/cancel`, {
+      method: 'POST',
+      token: ownerToken,
+    });
+    expect(cancel.status, cancel.text).toBe(201);
+    expect((await deploymentsOf(project.id)).map((d) => d.status)).toEqual(['failed', 'canceled']);
+  });
+
+  it('auto_stop_in stops the environment through the durable recurring job, running the stop job', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-autostop', visibility: 'private' });
+    await pushCi(
+      project,
+      REVIEW_CI.replace('auto_stop_in: 1 day', 'auto_stop_in: 2 hours').replaceAll('review/$CI_COMMIT_REF_SLUG', 'qa'),
+    );
+    expect(await run()).toBe('success');
+    const gitlab = client(ownerToken);
+    const [qa] = await gitlab.Environments.all(project.id, { name: 'qa' });
+    expect(qa).toMatchObject({ state: 'available' });
+
+    const runRecurring = async () => {
+      await app.deps.db
+        .insertInto('jobs')
+        .values({
+          kind: 'environments_auto_stop',
+          payload: JSON.stringify({ recurring: true }),
+          locked_by: null,
+          locked_at: null,
+          heartbeat_at: null,
+          last_error: null,
+          finished_at: null,
+        })
+        .execute();
+      await drainJobs(app);
+    };
+    // Not yet due: nothing happens.
+    app.clock.advance(HOUR);
+    await runRecurring();
+    expect(await gitlab.Environments.show(project.id, qa?.id as number)).toMatchObject({ state: 'available' });
+    // Due: the on_stop job is played and its success stops the environment.
+    app.clock.advance(2 * HOUR);
+    await runRecurring();
+    const queuedNext = await app.deps.db
+      .selectFrom('jobs')
+      .select(['kind', 'run_at'])
+      .where('kind', '=', 'environments_auto_stop')
+      .where('state', '=', 'queued')
+      .execute();
+    expect(queuedNext).toHaveLength(1);
+    expect(await gitlab.Environments.show(project.id, qa?.id as number)).toMatchObject({ state: 'stopping' });
+    expect(await run()).toBe('success');
+    expect(await gitlab.Environments.show(project.id, qa?.id as number)).toMatchObject({
+      state: 'stopped',
+      auto_stop_at: null,
+    });
+  });
+});
+
+describe('environments API', () => {
+  it('creates with GitLab name rules and slugs, lists with name, search and states, updates and deletes', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-crud', visibility: 'private' });
+    const gitlab = client(ownerToken);
+    const production = await gitlab.Environments.create(project.id, 'Production', {
+      externalUrl: 'https://prod.example.com',
+    });
+    expect(production).toMatchObject({
+      name: 'Production',
+      slug: environmentSlug('Production'),
+      external_url: 'https://prod.example.com',
+      state: 'available',
+      tier: 'production',
+    });
+    // Lower-casing changed the name: 17 characters at most, a dash and the 6-character suffix.
+    expect(production.slug).toMatch(/^production-[a-z0-9]{6}$/);
+    const staging = await gitlab.Environments.create(project.id, 'staging');
+    expect(staging).toMatchObject({ slug: 'staging', external_url: null, tier: 'staging' });
+    expect((await gitlab.Environments.create(project.id, '1-app')).slug).toMatch(/^env-1-app-[a-z0-9]{6}$/);
+    expect((await gitlab.Environments.create(project.id, 'review/a-very-long-branch-name-here')).slug).toMatch(
+      /^review-a-very-lon-[a-z0-9]{6}$/,
+    );
+
+    const post = (body: Record<string, unknown>) =>
+      app.request(`/projects/${project.id}/environments`, { method: 'POST', token: ownerToken, body });
+    const invalidName = await post({ name: '/leading' });
+    expect(invalidName.status).toBe(400);
+    expect(invalidName.body).toEqual({
+      message: {
+        name: [
+          "can contain only letters, digits, '-', '_', '/', '$', '{', '}', '.', and spaces, but it cannot start or end with '/'",
+        ],
+      },
+    });
+    expect((await post({ name: 'bad*name' })).status).toBe(400);
+    expect((await post({ name: 'staging' })).body).toEqual({ message: { name: ['has already been taken'] } });
+    expect((await post({ name: 'x', slug: 'x' })).body).toEqual({
+      error: 'slug is automatically generated and cannot be changed',
+    });
+    expect((await post({ name: 'x', external_url: 'not a url' })).body).toEqual({
+      message: { external_url: ['must be a valid URL'] },
+    });
+    expect((await post({ name: 'x', external_url: 'javascript:alert(1)' })).status).toBe(400);
+    expect((await post({})).body).toEqual({ error: 'name is missing' });
+    expect((await post({ name: 'x', tier: 'nope' })).body).toEqual({ error: 'tier does not have a valid value' });
+    // Nothing was made by the refused requests.
+    expect(await gitlab.Environments.all(project.id)).toHaveLength(4);
+
+    // Listing: exact name, search, states; name and search together refused; a short search refused.
+    expect((await gitlab.Environments.all(project.id, { name: 'staging' })).map((e) => e.name)).toEqual(['staging']);
+    expect((await gitlab.Environments.all(project.id, { search: 'duct' })).map((e) => e.name)).toEqual(['Production']);
+    const list = (query: string) => app.request(`/projects/${project.id}/environments?${query}`, { token: ownerToken });
+    expect((await list('name=staging&search=sta')).body).toEqual({ error: 'name, search cannot be used together' });
+    expect((await list('search=st')).body).toEqual({
+      message: '400 Bad request - Search query is less than 3 characters',
+    });
+    expect((await list('states=gone')).body).toEqual({ error: 'states does not have a valid value' });
+
+    // Update: external_url, and the deprecated rename that recomputes the slug.
+    const edited = await gitlab.Environments.edit(project.id, staging.id, {
+      externalUrl: 'https://staging.example.com',
+    });
+    expect(edited).toMatchObject({ name: 'staging', external_url: 'https://staging.example.com' });
+    const renamed = await gitlab.Environments.edit(project.id, staging.id, { name: 'pre-production' });
+    expect(renamed).toMatchObject({ name: 'pre-production', slug: 'pre-production' });
+    const put = (id: number, body: Record<string, unknown>) =>
+      app.request(`/projects/${project.id}/environments/${id}`, { method: 'PUT', token: ownerToken, body });
+    expect((await put(staging.id, { external_url: 'ftp://x.example.com' })).status).toBe(400);
+    expect((await put(staging.id, { slug: 'other' })).status).toBe(400);
+    expect((await put(staging.id, { name: 'Production' })).body).toEqual({
+      message: { name: ['has already been taken'] },
+    });
+    expect(await gitlab.Environments.show(project.id, staging.id)).toMatchObject({
+      name: 'pre-production',
+      external_url: 'https://staging.example.com',
+    });
+
+    // An available environment cannot be deleted; stopped, it can.
+    const del = (id: number | string) =>
+      app.request(`/projects/${project.id}/environments/${id}`, { method: 'DELETE', token: ownerToken });
+    expect((await del(staging.id)).status).toBe(403);
+    const stopped = await gitlab.Environments.stop(project.id, staging.id);
+    expect(stopped).toMatchObject({ state: 'stopped' });
+    // Stopping again answers 200 with the environment as it is.
+    expect(await gitlab.Environments.stop(project.id, staging.id)).toMatchObject({ state: 'stopped' });
+    await gitlab.Environments.all(project.id, { states: 'stopped' }).then((envs) =>
+      expect(envs.map((e) => e.id)).toEqual([staging.id]),
+    );
+    expect((await del(staging.id)).status).toBe(204);
+
+    // Unknown environments: GitLab's record 404, for every verb.
+    for (const res of [
+      await app.request(`/projects/${project.id}/environments/${staging.id}`, { token: ownerToken }),
+      await del(staging.id),
+      await put(999999, { external_url: 'https://x.example.com' }),
+      await app.request(`/projects/${project.id}/environments/999999/stop`, { method: 'POST', token: ownerToken }),
+    ]) {
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ message: '404 Not found' });
+    }
+    expect((await del('abc')).status).toBe(400);
+  });
+
+  it('answers every role as GitLab: reporters read, developers write, stop and delete stopped ones', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-roles', visibility: 'public' });
+    const personas = await makePersonas(app, { type: 'project', id: project.id });
+    const ownerClient = client(ownerToken);
+    const expected: Record<string, { read: number; write: number }> = {
+      anonymous: { read: 401, write: 401 },
+      'non-member': { read: 403, write: 403 },
+      guest: { read: 403, write: 403 },
+      reporter: { read: 200, write: 403 },
+      developer: { read: 200, write: 201 },
+      maintainer: { read: 200, write: 201 },
+      owner: { read: 200, write: 201 },
+      admin: { read: 200, write: 201 },
+    };
+    for (const persona of personas) {
+      const want = expected[persona.name];
+      if (!want) continue;
+      const environment = await ownerClient.Environments.create(project.id, `env-${persona.name}`);
+      const as = (url: string, method = 'GET', body?: Record<string, unknown>) =>
+        app.request(url, { method, ...(persona.token ? { token: persona.token } : {}), ...(body ? { body } : {}) });
+      const base = `/projects/${project.id}/environments`;
+      expect((await as(base)).status, `${persona.name} list`).toBe(want.read);
+      expect((await as(`${base}/${environment.id}`)).status, `${persona.name} show`).toBe(want.read);
+      expect((await as(`/projects/${project.id}/deployments`)).status, `${persona.name} deployments`).toBe(want.read);
+      expect((await as(base, 'POST', { name: `made-by-${persona.name}` })).status, `${persona.name} create`).toBe(
+        want.write,
+      );
+      const writeOk = want.write === 201 ? 200 : want.write;
+      expect(
+        (await as(`${base}/${environment.id}`, 'PUT', { external_url: 'https://x.example.com' })).status,
+        `${persona.name} update`,
+      ).toBe(writeOk);
+      const stop = await as(`${base}/${environment.id}/stop`, 'POST');
+      expect(stop.status, `${persona.name} stop`).toBe(want.read === 200 ? writeOk : want.read);
+      expect((await ownerClient.Environments.show(project.id, environment.id)).state).toBe(
+        writeOk === 200 ? 'stopped' : 'available',
+      );
+      if (writeOk !== 200) await ownerClient.Environments.stop(project.id, environment.id);
+      const del = await as(`${base}/${environment.id}`, 'DELETE');
+      expect(del.status, `${persona.name} delete`).toBe(want.read === 200 ? (writeOk === 200 ? 204 : 403) : want.read);
+    }
+
+    // A private project is not found for those outside it.
+    const { project: hidden } = await makeSampleProject(app, owner, { path: 'env-hidden', visibility: 'private' });
+    const outsider = personas.find((p) => p.name === 'non-member');
+    const res = await app.request(`/projects/${hidden.id}/environments`, { token: outsider?.token });
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ message: '404 Project Not Found' });
+  });
+});
