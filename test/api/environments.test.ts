@@ -317,10 +317,11 @@ describe('environments API', () => {
       externalUrl: 'https://staging.example.com',
     });
     expect(edited).toMatchObject({ name: 'staging', external_url: 'https://staging.example.com' });
-    const renamed = await gitlab.Environments.edit(project.id, staging.id, { name: 'pre-production' });
-    expect(renamed).toMatchObject({ name: 'pre-production', slug: 'pre-production' });
     const put = (id: number, body: Record<string, unknown>) =>
       app.request(`/projects/${project.id}/environments/${id}`, { method: 'PUT', token: ownerToken, body });
+    // gitbeaker no longer sends the deprecated name; GitLab still takes it.
+    const renamed = await put(staging.id, { name: 'pre-production' });
+    expect(renamed.body).toMatchObject({ name: 'pre-production', slug: 'pre-production' });
     expect((await put(staging.id, { external_url: 'ftp://x.example.com' })).status).toBe(400);
     expect((await put(staging.id, { slug: 'other' })).status).toBe(400);
     expect((await put(staging.id, { name: 'Production' })).body).toEqual({
@@ -405,5 +406,205 @@ describe('environments API', () => {
     const res = await app.request(`/projects/${hidden.id}/environments`, { token: outsider?.token });
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ message: '404 Project Not Found' });
+  });
+});
+
+describe('review-app clean-up', () => {
+  it('schedules stopped review apps older than before (dry run by default, limit), deleted a week later', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-review-apps', visibility: 'private' });
+    const sha = await commitFiles(app, ownerToken, project, 'main', { 'README.md': 'x' }, { action: 'update' });
+    const gitlab = client(ownerToken);
+    const deploy = async (environment: string) => {
+      const deployment = await gitlab.Deployments.create(project.id, environment, sha, 'main', false, {
+        status: 'success',
+      });
+      return deployment.environment.id as number;
+    };
+    const oldA = await deploy('review/old-a');
+    const oldB = await deploy('review/old-b');
+    const available = await deploy('review/still-up');
+    const notReview = await deploy('staging');
+    app.clock.advance(20 * DAY);
+    const recent = await deploy('review/recent');
+    for (const id of [oldA, oldB, recent, notReview]) await gitlab.Environments.stop(project.id, id);
+    app.clock.advance(20 * DAY);
+
+    const clean = (query = '') =>
+      app.request(`/projects/${project.id}/environments/review_apps${query}`, { method: 'DELETE', token: ownerToken });
+    const names = (entries: { name: string }[]) => entries.map((e) => e.name);
+
+    // Dry run (the default): the old stopped review apps are listed, nothing changes.
+    const dry = await gitlab.Environments.removeReviewApps(project.id);
+    expect(names(dry.scheduled_entries as { name: string }[])).toEqual(['review/old-a', 'review/old-b']);
+    expect(dry.scheduled_entries[0]).toEqual({
+      id: oldA,
+      name: 'review/old-a',
+      slug: environmentSlug('review/old-a'),
+      external_url: null,
+      created_at: expect.any(String),
+      updated_at: expect.any(String),
+    });
+    expect(dry.unprocessable_entries).toEqual([]);
+    const rows = async () =>
+      app.deps.db
+        .selectFrom('environments')
+        .select(['name', 'auto_delete_at'])
+        .where('project_id', '=', project.id)
+        .orderBy('id')
+        .execute();
+    expect((await rows()).every((r) => r.auto_delete_at === null)).toBe(true);
+
+    // limit and before.
+    expect(names((await clean('?limit=1')).body.scheduled_entries)).toEqual(['review/old-a']);
+    const before = new Date(app.clock.now().getTime() - 10 * DAY).toISOString();
+    expect(names((await clean(`?before=${before}`)).body.scheduled_entries)).toEqual([
+      'review/old-a',
+      'review/old-b',
+      'review/recent',
+    ]);
+
+    // Bad input changes nothing.
+    for (const [query, error] of [
+      ['?before=yesterday', 'before is invalid'],
+      ['?limit=0', 'limit does not have a valid value'],
+      ['?limit=1001', 'limit does not have a valid value'],
+      ['?dry_run=maybe', 'dry_run is invalid'],
+    ] as const) {
+      const res = await clean(query);
+      expect(res.status, query).toBe(400);
+      expect(res.body).toEqual({ error });
+    }
+
+    // For real: scheduled a week from now; a second request finds nothing left to schedule.
+    const real = await clean('?dry_run=false');
+    expect(real.status, real.text).toBe(200);
+    expect(names(real.body.scheduled_entries)).toEqual(['review/old-a', 'review/old-b']);
+    const scheduled = (await rows()).filter((r) => r.auto_delete_at !== null);
+    expect(scheduled.map((r) => r.name)).toEqual(['review/old-a', 'review/old-b']);
+    expect(scheduled[0]?.auto_delete_at?.getTime()).toBe(app.clock.now().getTime() + 7 * DAY);
+    const none = await clean('?dry_run=false');
+    expect(none.status).toBe(400);
+    expect(none.body).toMatchObject({ scheduled_entries: [], unprocessable_entries: [] });
+    expect(none.body.message).toMatch(/^No environments found for scheduled deletion/);
+
+    // The recurring job deletes them once the week has passed, not before.
+    const runDelete = async () => {
+      await app.deps.db
+        .insertInto('jobs')
+        .values({
+          kind: 'environments_auto_delete',
+          payload: JSON.stringify({ recurring: true }),
+          locked_by: null,
+          locked_at: null,
+          heartbeat_at: null,
+          last_error: null,
+          finished_at: null,
+        })
+        .execute();
+      await drainJobs(app);
+    };
+    app.clock.advance(6 * DAY);
+    await runDelete();
+    expect(await rows()).toHaveLength(5);
+    app.clock.advance(DAY + HOUR);
+    await runDelete();
+    expect(names(await rows())).toEqual(['review/still-up', 'staging', 'review/recent']);
+    expect((await app.request(`/projects/${project.id}/environments/${oldA}`, { token: ownerToken })).status).toBe(404);
+    expect(available).toBeGreaterThan(0);
+  });
+
+  it('needs the right to delete environments: reporters get GitLab 401 message, guests 403', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-review-roles', visibility: 'private' });
+    const [guest, reporter, developer] = await makeMembers(app, { type: 'project', id: project.id }, [
+      'guest',
+      'reporter',
+      'developer',
+    ]);
+    const clean = (token?: string) =>
+      app.request(`/projects/${project.id}/environments/review_apps`, { method: 'DELETE', token });
+    expect((await clean()).status).toBe(401);
+    expect((await clean(guest?.token)).status).toBe(403);
+    const refused = await clean(reporter?.token);
+    expect(refused.status).toBe(401);
+    expect(refused.body).toEqual({
+      scheduled_entries: [],
+      unprocessable_entries: [],
+      message: 'You do not have permission to destroy environments in this project',
+    });
+    // A developer may (GitLab's destroy_environment); nothing matches here.
+    const empty = await clean(developer?.token);
+    expect(empty.status).toBe(400);
+    expect(empty.body.scheduled_entries).toEqual([]);
+  });
+});
+
+describe('deployments API', () => {
+  it('records deployments made outside CI, lists and filters them, and updates their status', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-deployments', visibility: 'private' });
+    const sha = await commitFiles(app, ownerToken, project, 'main', { 'README.md': 'y' }, { action: 'update' });
+    const [reporter, developer] = await makeMembers(app, { type: 'project', id: project.id }, [
+      'reporter',
+      'developer',
+    ]);
+    const dev = client(developer?.token as string);
+    const made = await dev.Deployments.create(project.id, 'production', sha, 'main', false, { status: 'running' });
+    expect(made).toMatchObject({
+      iid: 1,
+      ref: 'main',
+      sha,
+      status: 'running',
+      deployable: null,
+      user: { id: developer?.user.id },
+      environment: { name: 'production', slug: 'production', external_url: null },
+    });
+    await dev.Deployments.create(project.id, 'staging', sha, 'main', false, { status: 'success' });
+    const updated = await dev.Deployments.edit(project.id, made.id, 'success');
+    expect(updated).toMatchObject({ id: made.id, status: 'success' });
+    const production = await dev.Environments.show(project.id, made.environment.id as number);
+    expect(production.last_deployment).toMatchObject({ id: made.id, status: 'success', deployable: null });
+
+    const all = await dev.Deployments.all(project.id, { environment: 'staging' });
+    expect(all.map((d) => d.iid)).toEqual([2]);
+    expect((await dev.Deployments.all(project.id, { sort: 'desc' })).map((d) => d.iid)).toEqual([2, 1]);
+    expect((await dev.Deployments.show(project.id, made.id)).environment).toMatchObject({ name: 'production' });
+
+    const post = (token: string | undefined, body: Record<string, unknown>) =>
+      app.request(`/projects/${project.id}/deployments`, { method: 'POST', token, body });
+    const good = { environment: 'production', sha, ref: 'main', tag: false, status: 'success' };
+    expect((await post(reporter?.token, good)).status).toBe(403);
+    expect((await post(developer?.token, { ...good, status: 'created' })).body).toEqual({
+      error: 'status does not have a valid value',
+    });
+    expect((await post(developer?.token, { ...good, environment: '/bad/' })).status).toBe(400);
+    expect((await post(developer?.token, { ...good, sha: 'nope' })).status).toBe(400);
+    expect((await post(developer?.token, { environment: 'production' })).body).toEqual({
+      error: 'sha is missing, ref is missing, tag is missing, status is missing',
+    });
+    expect(await dev.Deployments.all(project.id)).toHaveLength(2);
+    const missing = await app.request(`/projects/${project.id}/deployments/999999`, { token: reporter?.token });
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({ message: '404 Not found' });
+    const reporterPut = await app.request(`/projects/${project.id}/deployments/${made.id}`, {
+      method: 'PUT',
+      token: reporter?.token,
+      body: { status: 'failed' },
+    });
+    expect(reporterPut.status).toBe(403);
+  });
+
+  it('refuses to update a deployment made by a CI job', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-ci-put', visibility: 'private' });
+    await pushCi(project, 'deploy:\n  script: [echo hi]\n  environment: production\n');
+    const [deployment] = await deploymentsOf(project.id);
+    const res = await app.request(`/projects/${project.id}/deployments/${deployment?.id}`, {
+      method: 'PUT',
+      token: ownerToken,
+      body: { status: 'success' },
+    });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({
+      message: '403 Forbidden - Deployments created using GitLab CI can not be updated using the API',
+    });
+    expect((await deploymentsOf(project.id))[0]?.status).toBe('created');
   });
 });
