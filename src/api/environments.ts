@@ -154,6 +154,7 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
         external_url: p.string().optional(),
         slug: p.string().optional(),
         tier: p.enum(ENVIRONMENT_TIERS).optional(),
+        description: p.string().optional(),
       }),
     },
     async (ctx, params) => {
@@ -230,6 +231,7 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
         external_url: p.string().optional(),
         slug: p.string().optional(),
         tier: p.enum(ENVIRONMENT_TIERS).optional(),
+        description: p.string().optional(),
       }),
     },
     async (ctx, params) => {

@@ -541,6 +541,7 @@ export interface EnvironmentsTable {
   /** available, stopping or stopped. */
   state: Generated<string>;
   tier: Generated<string>;
+  description: Generated<string | null>;
   auto_stop_at: NullableTimestamp;
   /** Set by the review-app clean-up: the environment is deleted at this time. */
   auto_delete_at: NullableTimestamp;

@@ -18,6 +18,7 @@ export function presentEnvironmentBasic(environment: Environment) {
 export function presentEnvironment(environment: Environment, lastDeployment?: Record<string, unknown> | null) {
   return {
     ...presentEnvironmentBasic(environment),
+    description: environment.description,
     tier: environment.tier,
     state: environment.state,
     auto_stop_at: isoTime(environment.auto_stop_at),

@@ -93,8 +93,11 @@ export type FieldErrors = Record<string, string[]>;
 
 export type EnvironmentWrite = { ok: true; environment: Environment } | { ok: false; errors: FieldErrors };
 
-function validate(fields: { name?: string; external_url?: string | null }): FieldErrors {
+function validate(fields: { name?: string; external_url?: string | null; description?: string }): FieldErrors {
   const errors: FieldErrors = {};
+  if (fields.description !== undefined && fields.description.length > 10000) {
+    errors.description = ['is too long (maximum is 10000 characters)'];
+  }
   if (fields.name !== undefined) {
     const e = environmentNameErrors(fields.name);
     if (e.length > 0) errors.name = e;
@@ -114,7 +117,7 @@ const isUniqueViolation = (error: unknown, constraint: string) =>
 export async function createEnvironment(
   deps: Deps,
   project: Project,
-  input: { name: string; external_url?: string; tier?: string },
+  input: { name: string; external_url?: string; tier?: string; description?: string },
 ): Promise<EnvironmentWrite> {
   const errors = validate(input);
   if (Object.keys(errors).length > 0) return { ok: false, errors };
@@ -128,6 +131,7 @@ export async function createEnvironment(
         slug: environmentSlug(input.name),
         external_url: input.external_url || null,
         tier: input.tier ?? guessTier(input.name),
+        description: input.description ?? null,
         created_at: now,
         updated_at: now,
       })
@@ -149,7 +153,7 @@ export async function createEnvironment(
 export async function updateEnvironment(
   deps: Deps,
   environment: Environment,
-  input: { name?: string; external_url?: string; tier?: string },
+  input: { name?: string; external_url?: string; tier?: string; description?: string },
 ): Promise<EnvironmentWrite> {
   const errors = validate(input);
   if (Object.keys(errors).length > 0) return { ok: false, errors };
@@ -160,6 +164,7 @@ export async function updateEnvironment(
   }
   if (input.external_url !== undefined) changes.external_url = input.external_url || null;
   if (input.tier !== undefined) changes.tier = input.tier;
+  if (input.description !== undefined) changes.description = input.description;
   if (Object.keys(changes).length === 0) return { ok: true, environment };
   try {
     const updated = await deps.db
@@ -195,7 +200,7 @@ export async function findOrCreateEnvironment(
   projectId: number,
   name: string,
   now: Date,
-): Promise<Environment> {
+): Promise<Environment | undefined> {
   await db
     .insertInto('environments')
     .values({
@@ -213,7 +218,7 @@ export async function findOrCreateEnvironment(
     .selectAll()
     .where('project_id', '=', projectId)
     .where('name', '=', name)
-    .executeTakeFirstOrThrow();
+    .executeTakeFirst(); // undefined only when another environment already has this name's slug
 }
 
 /** The last successful deployment of each environment (GitLab's Environment#last_deployment). */
@@ -401,6 +406,7 @@ export async function syncPipelineDeployments(
     let deployment = existing.get(build.id);
     if (!deployment) {
       const environment = await findOrCreateEnvironment(tx, project.id, name, now);
+      if (!environment) continue;
       const iid = await nextDeploymentIid(tx, project.id);
       deployment = await tx
         .insertInto('deployments')
@@ -624,6 +630,7 @@ export async function createApiDeployment(
   const now = deps.clock.now();
   return inTransaction(deps.db, async (tx) => {
     const environment = await findOrCreateEnvironment(tx, project.id, input.environment, now);
+    if (!environment) return { ok: false as const, errors: { slug: ['has already been taken'] } };
     const iid = await nextDeploymentIid(tx, project.id);
     const deployment = await tx
       .insertInto('deployments')

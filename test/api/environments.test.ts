@@ -299,6 +299,9 @@ describe('environments API', () => {
     expect((await post({ name: 'x', external_url: 'javascript:alert(1)' })).status).toBe(400);
     expect((await post({})).body).toEqual({ error: 'name is missing' });
     expect((await post({ name: 'x', tier: 'nope' })).body).toEqual({ error: 'tier does not have a valid value' });
+    expect((await post({ name: 'x', description: 'd'.repeat(10001) })).body).toEqual({
+      message: { description: ['is too long (maximum is 10000 characters)'] },
+    });
     // Nothing was made by the refused requests.
     expect(await gitlab.Environments.all(project.id)).toHaveLength(4);
 
@@ -316,7 +319,16 @@ describe('environments API', () => {
     const edited = await gitlab.Environments.edit(project.id, staging.id, {
       externalUrl: 'https://staging.example.com',
     });
-    expect(edited).toMatchObject({ name: 'staging', external_url: 'https://staging.example.com' });
+    expect(edited).toMatchObject({ name: 'staging', external_url: 'https://staging.example.com', description: null });
+    const described = await app.request(`/projects/${project.id}/environments/${staging.id}`, {
+      method: 'PUT',
+      token: ownerToken,
+      body: { description: 'the staging site' },
+    });
+    expect(described.body).toMatchObject({
+      description: 'the staging site',
+      external_url: 'https://staging.example.com',
+    });
     const put = (id: number, body: Record<string, unknown>) =>
       app.request(`/projects/${project.id}/environments/${id}`, { method: 'PUT', token: ownerToken, body });
     // gitbeaker no longer sends the deprecated name; GitLab still takes it.

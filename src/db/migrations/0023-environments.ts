@@ -15,6 +15,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('external_url', 'text')
     .addColumn('state', 'text', (c) => c.notNull().defaultTo('available'))
     .addColumn('tier', 'text', (c) => c.notNull().defaultTo('other'))
+    .addColumn('description', 'text')
     .addColumn('auto_stop_at', 'timestamptz')
     .addColumn('auto_delete_at', 'timestamptz')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
