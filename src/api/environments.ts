@@ -1,7 +1,15 @@
 import { z } from 'zod';
 import type { Build, Deployment, Environment, Project, User } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
-import { ApiError, badRequest, forbidden, paramError, recordNotFound, validationError } from '../http/errors.js';
+import {
+  ApiError,
+  badRequest,
+  badRequestMessage,
+  forbidden,
+  paramError,
+  recordNotFound,
+  validationError,
+} from '../http/errors.js';
 import { paginateQuery } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
@@ -15,6 +23,7 @@ import {
   createApiDeployment,
   createEnvironment,
   DEPLOYMENT_STATUSES,
+  destroyDeployment,
   ENVIRONMENT_STATES,
   ENVIRONMENT_TIERS,
   findEnvironment,
@@ -22,6 +31,7 @@ import {
   REVIEW_APP_DEFAULT_AGE_MS,
   scheduleReviewAppsDeletion,
   stopEnvironment,
+  stopStaleEnvironments,
   updateApiDeployment,
   updateEnvironment,
 } from '../services/environments.js';
@@ -30,6 +40,7 @@ import { created, currentUser, loadProject, noContent } from './helpers.js';
 /** Environments and deployments (GitLab's lib/api/environments.rb and lib/api/deployments.rb). */
 
 const MIN_SEARCH_LENGTH = 3;
+const HOUR_MS = 60 * 60 * 1000;
 const SLUG_MESSAGE = 'slug is automatically generated and cannot be changed';
 
 function authorize(policy: ProjectPolicy, ability: EnvironmentAbility, environment?: Environment): void {
@@ -206,6 +217,29 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
       };
       if (result.status !== 200) throw new ApiError(result.status, { ...body, message: result.message });
       ctx.body = body;
+    },
+  );
+
+  api.post(
+    '/projects/:id/environments/stop_stale',
+    {
+      summary: 'Stop environments not deployed to or updated since a date',
+      tags,
+      auth: 'required',
+      params: z.object({ id: p.string(), before: p.datetime() }),
+    },
+    async (ctx, params) => {
+      const deps = ctx.state.deps;
+      const { project, policy } = await loadProject(ctx, params.id);
+      authorize(policy, 'stop_environment');
+      const before = new Date(params.before);
+      const now = deps.clock.now().getTime();
+      if (before.getTime() < now - 10 * 365.25 * 24 * HOUR_MS || before.getTime() > now - 7 * 24 * HOUR_MS) {
+        throw badRequest('Invalid Date');
+      }
+      await stopStaleEnvironments(deps, project, currentUser(ctx), before);
+      ctx.status = 200;
+      ctx.body = { message: 'Successfully requested stop for all stale environments' };
     },
   );
 
@@ -402,6 +436,24 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
       }
       const updated = await updateApiDeployment(ctx.state.deps, deployment, params.status);
       ctx.body = (await presentDeployments(ctx, [updated], true))[0];
+    },
+  );
+
+  api.delete(
+    '/projects/:id/deployments/:deployment_id',
+    {
+      summary: 'Delete a deployment that is neither running nor the last one',
+      tags: dtags,
+      auth: 'required',
+      params: deploymentId,
+    },
+    async (ctx, params) => {
+      const { project, policy } = await loadProject(ctx, params.id);
+      const deployment = await loadDeployment(ctx, project, params.deployment_id);
+      authorize(policy, 'destroy_deployment');
+      const result = await destroyDeployment(ctx.state.deps, deployment);
+      if (!result.ok) throw badRequestMessage(result.message);
+      noContent(ctx);
     },
   );
 }

@@ -6,7 +6,7 @@ import { AccessLevel } from './access-levels.js';
  * Environment and deployment abilities (GitLab's ProjectPolicy and EnvironmentPolicy): reading
  * needs Reporter and the project's environments feature; creating, updating, stopping, deploying
  * and deleting need Developer on a project that is not archived; an environment that is not
- * stopped cannot be deleted by anyone.
+ * stopped cannot be deleted by anyone; deleting a deployment needs Maintainer.
  */
 export type EnvironmentAbility =
   | 'read_environment'
@@ -16,7 +16,8 @@ export type EnvironmentAbility =
   | 'stop_environment'
   | 'destroy_environment'
   | 'create_deployment'
-  | 'update_deployment';
+  | 'update_deployment'
+  | 'destroy_deployment';
 
 export function environmentAllows(ability: EnvironmentAbility, policy: ProjectPolicy, environment?: Environment) {
   const feature = policy.project.features.environments;
@@ -29,6 +30,8 @@ export function environmentAllows(ability: EnvironmentAbility, policy: ProjectPo
     case 'destroy_environment':
       if (environment && environment.state !== 'stopped') return false;
       return policy.level >= AccessLevel.DEVELOPER && !policy.project.archived;
+    case 'destroy_deployment':
+      return policy.level >= AccessLevel.MAINTAINER && !policy.project.archived;
     default:
       return policy.level >= AccessLevel.DEVELOPER && !policy.project.archived;
   }

@@ -669,3 +669,42 @@ export async function updateApiDeployment(deps: Deps, deployment: Deployment, st
     return updated;
   });
 }
+
+/**
+ * POST /projects/:id/environments/stop_stale (GitLab's Environments::StopStaleService): stops the
+ * available environments neither updated nor deployed to since `before`, running their stop jobs.
+ */
+export async function stopStaleEnvironments(deps: Deps, project: Project, user: User, before: Date): Promise<number> {
+  const stale = await deps.db
+    .selectFrom('environments')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where('state', '=', 'available')
+    .where('updated_at', '<', before)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('deployments')
+            .select('deployments.id')
+            .whereRef('deployments.environment_id', '=', 'environments.id')
+            .where('deployments.created_at', '>=', before),
+        ),
+      ),
+    )
+    .orderBy('id')
+    .limit(1000)
+    .execute();
+  for (const environment of stale) await stopEnvironment(deps, environment, user);
+  return stale.length;
+}
+
+export type DeploymentDestroy = { ok: true } | { ok: false; message: string };
+
+/** DELETE /projects/:id/deployments/:id (GitLab's Ci::Deployments::DestroyService). */
+export async function destroyDeployment(deps: Deps, deployment: Deployment): Promise<DeploymentDestroy> {
+  if (deployment.status === 'running') return { ok: false, message: 'Cannot destroy running deployment' };
+  const last = (await lastDeployments(deps.db, [deployment.environment_id])).get(deployment.environment_id);
+  if (last?.id === deployment.id) return { ok: false, message: 'Deployment currently deployed to environment' };
+  await deps.db.deleteFrom('deployments').where('id', '=', deployment.id).execute();
+  return { ok: true };
+}

@@ -620,3 +620,68 @@ describe('deployments API', () => {
     expect((await deploymentsOf(project.id))[0]?.status).toBe('created');
   });
 });
+
+describe('stale environments and deleting deployments', () => {
+  it('stops environments neither deployed to nor updated since before; before must be 1 week to 10 years ago', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-stale', visibility: 'private' });
+    const sha = await commitFiles(app, ownerToken, project, 'main', { 'README.md': 'z' }, { action: 'update' });
+    const [reporter] = await makeMembers(app, { type: 'project', id: project.id }, ['reporter']);
+    const gitlab = client(ownerToken);
+    const old = await gitlab.Environments.create(project.id, 'old-one');
+    const deployedOld = (await gitlab.Deployments.create(project.id, 'deployed-long-ago', sha, 'main', false, {
+      status: 'success',
+    })) as { environment: { id: number } };
+    app.clock.advance(30 * DAY);
+    const fresh = (await gitlab.Deployments.create(project.id, 'fresh', sha, 'main', false, {
+      status: 'success',
+    })) as { environment: { id: number } };
+    app.clock.advance(10 * DAY);
+    const stale = (before: string, token = ownerToken) =>
+      app.request(`/projects/${project.id}/environments/stop_stale`, { method: 'POST', token, body: { before } });
+    const dayAgo = (days: number) => new Date(app.clock.now().getTime() - days * DAY).toISOString();
+    for (const before of [dayAgo(1), dayAgo(11 * 365)]) {
+      const res = await stale(before);
+      expect(res.status, before).toBe(400);
+      expect(res.body).toEqual({ message: '400 Bad request - Invalid Date' });
+    }
+    expect((await stale('last week')).body).toEqual({ error: 'before is invalid' });
+    expect((await stale(dayAgo(20), reporter?.token)).status).toBe(403);
+    const states = async () =>
+      Object.fromEntries((await gitlab.Environments.all(project.id)).map((e) => [e.name, e.state]));
+    expect(await states()).toEqual({ 'old-one': 'available', 'deployed-long-ago': 'available', fresh: 'available' });
+
+    const done = await stale(dayAgo(20));
+    expect(done.status, done.text).toBe(200);
+    expect(done.body).toEqual({ message: 'Successfully requested stop for all stale environments' });
+    expect(await states()).toEqual({ 'old-one': 'stopped', 'deployed-long-ago': 'stopped', fresh: 'available' });
+    expect([old.id, deployedOld.environment.id, fresh.environment.id]).toHaveLength(3);
+  });
+
+  it('deletes a deployment that is neither running nor the last one, for maintainers', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-del-deploy', visibility: 'private' });
+    const sha = await commitFiles(app, ownerToken, project, 'main', { 'README.md': 'w' }, { action: 'update' });
+    const [developer, maintainer] = await makeMembers(app, { type: 'project', id: project.id }, [
+      'developer',
+      'maintainer',
+    ]);
+    const gitlab = client(ownerToken);
+    const first = await gitlab.Deployments.create(project.id, 'production', sha, 'main', false, { status: 'success' });
+    const second = await gitlab.Deployments.create(project.id, 'production', sha, 'main', false, { status: 'success' });
+    const running = await gitlab.Deployments.create(project.id, 'production', sha, 'main', false, {
+      status: 'running',
+    });
+    const del = (id: number, token?: string) =>
+      app.request(`/projects/${project.id}/deployments/${id}`, { method: 'DELETE', token });
+    expect((await del(first.id, developer?.token)).status).toBe(403);
+    const runningRes = await del(running.id, maintainer?.token);
+    expect(runningRes.status).toBe(400);
+    expect(runningRes.body).toEqual({ message: 'Cannot destroy running deployment' });
+    const lastRes = await del(second.id, maintainer?.token);
+    expect(lastRes.status).toBe(400);
+    expect(lastRes.body).toEqual({ message: 'Deployment currently deployed to environment' });
+    expect((await gitlab.Deployments.all(project.id)).map((d) => d.id)).toEqual([first.id, second.id, running.id]);
+    expect((await del(first.id, maintainer?.token)).status).toBe(204);
+    expect((await del(first.id, maintainer?.token)).status).toBe(404);
+    expect((await gitlab.Deployments.all(project.id)).map((d) => d.id)).toEqual([second.id, running.id]);
+  });
+});
