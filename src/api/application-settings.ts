@@ -3,6 +3,8 @@ import { atLeastOneOf, p, toInteger } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { presentApplicationSettings } from '../presenters/application-settings.js';
 import { getApplicationSettings, updateApplicationSettings } from '../services/application-settings.js';
+import { registrationTokens } from '../services/ci/runners.js';
+import type { Deps } from '../services/deps.js';
 import {
   COMPANIONS,
   DEPRECATED_NAMES,
@@ -11,6 +13,12 @@ import {
   type SettingDefinition,
 } from '../services/settings-catalog.js';
 import { auditActor, requireAdmin } from './helpers.js';
+
+/** GitLab shows administrators the instance's runner registration token with the settings. */
+async function withRunnersToken(deps: Deps, body: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const token = (await registrationTokens(deps, 'instance', [0])).get(0);
+  return { ...body, runners_registration_token: token };
+}
 
 const toNumber = (value: unknown) => {
   if (typeof value === 'string' && /^[+-]?(\d+(\.\d*)?|\.\d+)$/.test(value.trim())) return Number(value.trim());
@@ -85,7 +93,10 @@ export function registerApplicationSettingsRoutes(api: ApiRouter): void {
     { summary: 'The application settings', auth: 'required', admin: true, tags: ['settings'] },
     async (ctx) => {
       requireAdmin(ctx);
-      ctx.body = presentApplicationSettings(await getApplicationSettings(ctx.state.deps));
+      ctx.body = await withRunnersToken(
+        ctx.state.deps,
+        presentApplicationSettings(await getApplicationSettings(ctx.state.deps)),
+      );
     },
   );
 
@@ -95,7 +106,10 @@ export function registerApplicationSettingsRoutes(api: ApiRouter): void {
     async (ctx, params) => {
       const admin = requireAdmin(ctx);
       await updateApplicationSettings(ctx.state.deps, auditActor(ctx, admin), params);
-      ctx.body = presentApplicationSettings(await getApplicationSettings(ctx.state.deps));
+      ctx.body = await withRunnersToken(
+        ctx.state.deps,
+        presentApplicationSettings(await getApplicationSettings(ctx.state.deps)),
+      );
     },
   );
 }

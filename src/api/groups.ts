@@ -11,6 +11,7 @@ import { rubyInspectErrors } from '../lib/ruby-inspect.js';
 import { loadGroupPolicy } from '../policies/abilities.js';
 import { presentGroup, presentGroupDetail } from '../presenters/group.js';
 import { presentBasicProject, presentProject } from '../presenters/project.js';
+import { registrationTokens } from '../services/ci/runners.js';
 import { today } from '../services/deps.js';
 import { createGroup, deleteGroup, findGroup, type GroupInput, updateGroup } from '../services/groups.js';
 import { buildProjectViews, namespaceFullNames } from '../services/project-views.js';
@@ -189,14 +190,18 @@ export function registerGroupRoutes(api: ApiRouter): void {
     '/groups/:id',
     { summary: 'A group', params: z.object({ id: p.string(), with_projects: p.bool().default(true) }) },
     async (ctx, params) => {
-      const { group } = await loadGroup(ctx, params.id);
+      const { group, policy } = await loadGroup(ctx, params.id);
       const names = await namespaceFullNames(ctx.state.deps, [group]);
+      const runnersToken = policy.can('admin_group')
+        ? (await registrationTokens(ctx.state.deps, 'group', [group.id])).get(group.id)
+        : undefined;
       ctx.body = presentGroupDetail(
         group,
         { baseUrl: ctx.state.deps.config.baseUrl },
         names.get(group.id) ?? group.name,
         {
           ...(params.with_projects ? { projects: await detailProjects(ctx, group) } : {}),
+          ...(runnersToken !== undefined ? { runnersToken } : {}),
         },
       );
     },

@@ -427,6 +427,8 @@ export interface CiRegistrationTokensTable {
   /** The group or project id; 0 for the instance. */
   scope_id: number;
   token_digest: string;
+  /** The token sealed with the instance key (src/lib/secret-box.ts), to be shown again. */
+  token_sealed: string;
   created_at: Timestamp;
 }
 

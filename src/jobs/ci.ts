@@ -1,5 +1,5 @@
 import { findProjectById } from '../db/queries/projects.js';
-import { failStuckBuilds } from '../services/ci/builds.js';
+import { failStuckBuilds, removeExpiredArtifacts } from '../services/ci/builds.js';
 import { createPushPipeline } from '../services/ci/pipelines.js';
 import type { Deps } from '../services/deps.js';
 import { queueNextRun, type RecurringSchedule, recurringJob } from './recurring.js';
@@ -33,10 +33,11 @@ export const createPipelineJob: JobKind = {
 /** Hourly, as GitLab's StuckCiJobsWorker. */
 export const STUCK_BUILDS_SCHEDULE: RecurringSchedule = { kind: 'ci_fail_stuck_jobs', minuteUtc: 7 };
 
-/** Fails jobs stuck pending or running past their timeout. */
+/** Fails jobs stuck pending or running past their timeout, and removes expired artifacts. */
 export const stuckBuildsJob = recurringJob(STUCK_BUILDS_SCHEDULE, async (ctx) => {
   const failed = await failStuckBuilds(ctx.deps);
-  ctx.log.info({ failed }, 'stuck CI jobs checked');
+  const expired = await removeExpiredArtifacts(ctx.deps);
+  ctx.log.info({ failed, expired }, 'stuck CI jobs and expired artifacts checked');
 });
 
 /** Queues the first run of the stuck-jobs check (idempotent; called when the server starts). */

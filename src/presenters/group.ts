@@ -52,11 +52,13 @@ export function presentGroupDetail(
   group: Namespace,
   pc: PresentContext,
   fullName: string,
-  options: { projects?: unknown[] },
+  options: { projects?: unknown[]; runnersToken?: string },
 ) {
   return {
     ...presentGroup(group, pc, fullName),
     shared_with_groups: [],
+    // For those who administer the group (GitLab's user_can_admin_group).
+    ...(options.runnersToken !== undefined ? { runners_token: options.runnersToken } : {}),
     ...(group.parent_id === null ? { prevent_sharing_groups_outside_hierarchy: false } : {}),
     ...(options.projects ? { projects: options.projects, shared_projects: [] } : {}),
   };

@@ -18,6 +18,8 @@ export interface ProjectView {
   canReadCode: boolean;
   canAdminProject: boolean;
   canSeeStorage: boolean;
+  /** The runner registration token, for viewers who administer the project (`runners_token`). */
+  runnersToken?: string | undefined;
   /** The viewer's direct project level and highest group level (ProjectWithAccess). */
   permissions?: { projectAccess: number | null; groupAccess: number | null };
 }
@@ -151,6 +153,7 @@ export function presentProject(view: ProjectView, pc: PresentContext, options: P
           keep_latest_artifact: s.keep_latest_artifact ?? true,
           restrict_user_defined_variables: s.restrict_user_defined_variables ?? false,
           ci_pipeline_variables_minimum_override_role: s.ci_pipeline_variables_minimum_override_role ?? 'developer',
+          ...(view.runnersToken !== undefined ? { runners_token: view.runnersToken } : {}),
           runner_token_expiration_interval: null,
           group_runners_enabled: s.group_runners_enabled ?? true,
           auto_cancel_pending_pipelines: s.auto_cancel_pending_pipelines ?? 'enabled',

@@ -6,6 +6,7 @@ import { repositoryInfo } from '../git/repo-info.js';
 import { projectAllows } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import type { ProjectView } from '../presenters/project.js';
+import { registrationTokens } from './ci/runners.js';
 import { cachedLookup, cachedRowsById, type Deps, today } from './deps.js';
 
 /** The human names of namespaces from the root down (`Group / Sub`), by namespace id. */
@@ -42,7 +43,7 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
         activeMemberships(deps.db, viewer.id, date),
       )) as Awaited<ReturnType<typeof activeMemberships>>)
     : null;
-  return Promise.all(
+  const views = await Promise.all(
     projects.map(async (project): Promise<ProjectView> => {
       const namespace = byId.get(project.namespace_id) as Namespace;
       const projectAccess = memberships?.projects.get(project.id) ?? null;
@@ -71,4 +72,10 @@ export async function buildProjectViews(deps: Deps, viewer: User | null, project
       };
     }),
   );
+  const administered = views.filter((v) => v.canAdminProject).map((v) => v.project.id);
+  if (administered.length > 0) {
+    const tokens = await registrationTokens(deps, 'project', administered);
+    for (const view of views) if (view.canAdminProject) view.runnersToken = tokens.get(view.project.id);
+  }
+  return views;
 }

@@ -383,7 +383,13 @@ describe('GET /groups/:id', () => {
     await app.request(`/groups/${child.id}`, { method: 'PUT', token, body: { name: 'Child' } });
     const res = await app.request(`/groups/${child.id}`, { token });
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body)).toEqual([...GROUP_KEYS, 'shared_with_groups', 'projects', 'shared_projects']);
+    expect(Object.keys(res.body)).toEqual([
+      ...GROUP_KEYS,
+      'shared_with_groups',
+      'runners_token',
+      'projects',
+      'shared_projects',
+    ]);
     expect(res.body).toMatchObject({
       id: child.id,
       web_url: `${app.baseUrl}/groups/${tag}-parent/${tag}-child`,
@@ -416,6 +422,7 @@ describe('GET /groups/:id', () => {
     expect(Object.keys(top.body)).toEqual([
       ...GROUP_KEYS,
       'shared_with_groups',
+      'runners_token',
       'prevent_sharing_groups_outside_hierarchy',
       'projects',
       'shared_projects',

@@ -85,6 +85,33 @@ describe('pipelines from the CI file', () => {
     expect(await gitlab.Jobs.showLog(project.id, jobs[0]?.id as number)).toBe('');
   });
 
+  it('runs a pipeline for a pushed tag, with the tag variables', async () => {
+    const { project } = await pushCi('pipe-tag', 'release:\n  script: [x]\n  rules:\n    - if: $CI_COMMIT_TAG\n');
+    expect((await app.request(`/projects/${project.id}/pipelines`, { token: ownerToken })).body).toEqual([]);
+    const tag = await app.request(`/projects/${project.id}/repository/tags`, {
+      method: 'POST',
+      token: ownerToken,
+      body: { tag_name: 'v9.9.9', ref: 'main', message: 'annotated' },
+    });
+    expect(tag.status, tag.text).toBe(201);
+    await drainJobs(app);
+    const [pipeline] = (await app.request(`/projects/${project.id}/pipelines`, { token: ownerToken })).body;
+    expect(pipeline).toMatchObject({ ref: 'v9.9.9', sha: tag.body.commit.id });
+    const shown = await app.request(`/projects/${project.id}/pipelines/${pipeline.id}`, { token: ownerToken });
+    expect(shown.body.tag).toBe(true);
+    const tagged = await app.request(`/projects/${project.id}/pipelines`, {
+      token: ownerToken,
+      query: { scope: 'tags' },
+    });
+    expect(tagged.body).toHaveLength(1);
+    const runner = await registerRunner(app, await registrationToken(app, ownerToken, `/projects/${project.id}`));
+    const job = (await requestJob(app, runner.token)).body;
+    const vars = Object.fromEntries(job.variables.map((v: { key: string; value: string }) => [v.key, v.value]));
+    expect(vars).toMatchObject({ CI_COMMIT_TAG: 'v9.9.9', CI_COMMIT_REF_NAME: 'v9.9.9' });
+    expect(vars).not.toHaveProperty('CI_COMMIT_BRANCH');
+    expect(job.git_info).toMatchObject({ ref_type: 'tag', sha: tag.body.commit.id });
+  });
+
   it('makes no pipeline without a CI file, nor for a deleted branch', async () => {
     const { project } = await makeSampleProject(app, owner, { path: 'pipe-none' });
     await commitFiles(app, ownerToken, project, 'main', { 'other.txt': 'x' });

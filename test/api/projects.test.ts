@@ -121,6 +121,7 @@ const ADMIN_PROJECT_KEYS = [
   'keep_latest_artifact',
   'restrict_user_defined_variables',
   'ci_pipeline_variables_minimum_override_role',
+  'runners_token',
   'runner_token_expiration_interval',
   'group_runners_enabled',
   'auto_cancel_pending_pipelines',

@@ -97,6 +97,40 @@ describe('registration', () => {
     expect((await reset(maintainer?.token, `/groups/${group.id}`)).status).toBe(403);
   });
 
+  it('shows runners_token to project maintainers and group owners, and it registers runners', async () => {
+    const pr = await makeProject(app, owner, { path: 'shown-token', namespace: group });
+    const [developer, maintainer] = await makeMembers(app, { type: 'project', id: pr.id }, ['developer', 'maintainer']);
+    const asMaintainer = await app.request(`/projects/${pr.id}`, { token: maintainer?.token });
+    expect(asMaintainer.body.runners_token).toMatch(/^GR1348941/);
+    const again = await app.request(`/projects/${pr.id}`, { token: ownerToken });
+    expect(again.body.runners_token).toBe(asMaintainer.body.runners_token);
+    expect((await app.request(`/projects/${pr.id}`, { token: developer?.token })).body).not.toHaveProperty(
+      'runners_token',
+    );
+    const runner = await registerRunner(app, asMaintainer.body.runners_token);
+    expect((await app.request(`/runners/${runner.id}`, { token: ownerToken })).body.projects[0].id).toBe(pr.id);
+    const reset = await registrationToken(app, ownerToken, `/projects/${pr.id}`);
+    expect((await app.request(`/projects/${pr.id}`, { token: ownerToken })).body.runners_token).toBe(reset);
+
+    const groupView = await client(ownerToken).Groups.show(group.id);
+    expect(groupView.runners_token).toMatch(/^GR1348941/);
+    const groupRunner = await registerRunner(app, groupView.runners_token as string);
+    expect((await app.request(`/runners/${groupRunner.id}`, { token: ownerToken })).body.runner_type).toBe(
+      'group_type',
+    );
+    const [groupMaintainer] = await makeMembers(app, { type: 'group', id: group.id }, ['maintainer']);
+    const seenByMaintainer = await app.request(`/groups/${group.id}`, { token: groupMaintainer?.token });
+    expect(seenByMaintainer.status).toBe(200);
+    expect(seenByMaintainer.body).not.toHaveProperty('runners_token');
+  });
+
+  it("shows the instance's registration token with the application settings", async () => {
+    const settings = await app.request('/application/settings', { token: admin.token });
+    expect(settings.body.runners_registration_token).toMatch(/^GR1348941/);
+    const runner = await registerRunner(app, settings.body.runners_registration_token);
+    expect((await app.request(`/runners/${runner.id}`, { token: admin.token })).body.runner_type).toBe('instance_type');
+  });
+
   it('verifies and deletes by authentication token', async () => {
     const gitlab = client();
     const runner = await registerRunner(app, await registrationToken(app, ownerToken, `/projects/${project.id}`));

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { User } from '../../src/db/schema.js';
 import { gitEnvironment } from '../../src/git/command.js';
 import { register as registerShippedRunner, runOnce } from '../../src/runner/main.js';
-import { failStuckBuilds } from '../../src/services/ci/builds.js';
+import { failStuckBuilds, removeExpiredArtifacts } from '../../src/services/ci/builds.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { commitFiles, drainJobs, registerRunner, registrationToken, requestJob } from '../support/ci.js';
 import { makeProject, makeSampleProject, makeUserWithToken } from '../support/factories.js';
@@ -188,8 +188,47 @@ describe('the runner protocol as the GitLab runner speaks it', () => {
     expect(ranJobs.body[0].project).toMatchObject({ id: project.id, path_with_namespace: project.full_path });
   });
 
-  it('refuses an unknown runner token with 403', async () => {
+  it('refuses an unknown runner token with 403, and bad input with GitLab 4xx that change nothing', async () => {
     expect((await requestJob(app, 'glrt-nope')).status).toBe(403);
+    const noToken = await app.request('/jobs/request', { method: 'POST', body: {} });
+    expect(noToken.status).toBe(400);
+    expect(noToken.body).toEqual({ error: 'token is missing' });
+
+    const { project } = await makeSampleProject(app, owner, { path: 'protocol-bad-input' });
+    const runner = await registerRunner(app, await registrationToken(app, ownerToken, `/projects/${project.id}`));
+    await commitFiles(app, ownerToken, project, 'main', { '.gitlab-ci.yml': 'j:\n  script: [true]\n' });
+    await drainJobs(app);
+    const job = (await requestJob(app, runner.token)).body;
+    const put = (body: Record<string, unknown>, id = job.id) =>
+      app.request(`/jobs/${id}`, { method: 'PUT', body: { token: job.token, ...body } });
+    expect((await put({ state: 'exploded' })).status).toBe(400);
+    expect((await put({ state: 'success' }, 999999)).status).toBe(404);
+    const noRange = await fetch(`${app.baseUrl}/api/v4/jobs/${job.id}/trace`, {
+      method: 'PATCH',
+      headers: { 'JOB-TOKEN': job.token },
+      body: 'x',
+    });
+    expect(noRange.status).toBe(400);
+    const noFile = await app.request(`/jobs/${job.id}/artifacts`, { method: 'POST', body: { token: job.token } });
+    expect(noFile.status).toBe(400);
+    expect(noFile.body).toEqual({ error: 'file is missing' });
+    const still = await app.request(`/projects/${project.id}/jobs/${job.id}`, { token: ownerToken });
+    expect(still.body).toMatchObject({ status: 'running', artifacts: [] });
+    expect((await app.request(`/projects/${project.id}/jobs/${job.id}/trace`, { token: ownerToken })).text).toBe('');
+
+    expect((await put({ state: 'success' })).status).toBe(200);
+    const filtered = await app.request(`/runners/${runner.id}/jobs`, {
+      token: ownerToken,
+      query: { status: 'failed' },
+    });
+    expect(filtered.body).toEqual([]);
+    const succeeded = await app.request(`/runners/${runner.id}/jobs`, {
+      token: ownerToken,
+      query: { status: 'success', sort: 'asc' },
+    });
+    expect(succeeded.body.map((j: { id: number }) => j.id)).toEqual([job.id]);
+    const badSort = await app.request(`/runners/${runner.id}/jobs`, { token: ownerToken, query: { sort: 'sideways' } });
+    expect(badSort.status).toBe(400);
   });
 
   it('gives each of two racing runners a different job', async () => {
@@ -341,6 +380,14 @@ describe('the shipped runner', () => {
       });
       expect(artifacts.status).toBe(200);
       expect(artifacts.headers.get('Content-Type')).toBe('application/zip');
+      // The archive expires after default_artifacts_expire_in (30 days): then the hourly job removes it.
+      expect(jobs[0].artifacts_expire_at).not.toBeNull();
+      expect(await removeExpiredArtifacts(app.deps)).toBe(0);
+      app.clock.advance(31 * 24 * 60 * 60 * 1000);
+      expect(await removeExpiredArtifacts(app.deps)).toBeGreaterThanOrEqual(1);
+      const gone = await app.request(`/projects/${project.id}/jobs/${jobs[0].id}/artifacts`, { token: ownerToken });
+      expect(gone.status).toBe(404);
+      app.clock.advance(-31 * 24 * 60 * 60 * 1000);
 
       await commitFiles(
         app,

@@ -11,6 +11,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('scope', 'text', (c) => c.notNull())
     .addColumn('scope_id', 'integer', (c) => c.notNull())
     .addColumn('token_digest', 'text', (c) => c.notNull().unique())
+    // Sealed with the instance key: GitLab shows the token again (runners_token) to maintainers.
+    .addColumn('token_sealed', 'text', (c) => c.notNull())
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addPrimaryKeyConstraint('ci_registration_tokens_pkey', ['scope', 'scope_id'])
     .execute();

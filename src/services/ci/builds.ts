@@ -404,6 +404,24 @@ export async function failStuckBuilds(deps: Deps): Promise<number> {
   return rows.length;
 }
 
+/**
+ * Removes the artifact archives whose `expire_in` (else default_artifacts_expire_in) has passed,
+ * as GitLab's Ci::JobArtifacts::DestroyAllExpiredService does. Returns how many went.
+ */
+export async function removeExpiredArtifacts(deps: Deps): Promise<number> {
+  const expired = await deps.db
+    .updateTable('ci_builds')
+    .set({ artifacts_file: null, artifacts_size: null })
+    .where('artifacts_file', 'is not', null)
+    .where('artifacts_expire_at', '<', deps.clock.now())
+    .returning(['id', 'project_id'])
+    .execute();
+  for (const build of expired) {
+    await fs.rm(path.dirname(artifactsPath(deps, build)), { recursive: true, force: true });
+  }
+  return expired.length;
+}
+
 /** Jobs a runner ran, newest first unless asked otherwise. */
 export async function runnerBuilds(
   deps: Deps,

@@ -2,6 +2,7 @@ import { type Expression, type SqlBool, sql } from 'kysely';
 import { activeMembership } from '../../db/queries/access.js';
 import type { Namespace, Project, RegistrationScope, Runner, RunnerType, User } from '../../db/schema.js';
 import { digestToken, generateToken } from '../../lib/crypto.js';
+import { instanceKey, openSecret, sealSecret } from '../../lib/secret-box.js';
 import { AccessLevel } from '../../policies/access-levels.js';
 import { type Deps, today } from '../deps.js';
 
@@ -29,19 +30,49 @@ export interface RegistrationTarget {
 /** A new registration token for the instance, a group or a project (the old one stops working). */
 export async function resetRegistrationToken(deps: Deps, target: RegistrationTarget): Promise<string> {
   const token = generateToken(REGISTRATION_TOKEN_PREFIX);
+  const values = {
+    token_digest: digestToken(token),
+    token_sealed: sealSecret(secretKey(deps), token),
+    created_at: deps.clock.now(),
+  };
   await deps.db
     .insertInto('ci_registration_tokens')
-    .values({
-      scope: target.scope,
-      scope_id: target.scopeId,
-      token_digest: digestToken(token),
-      created_at: deps.clock.now(),
-    })
-    .onConflict((oc) =>
-      oc.columns(['scope', 'scope_id']).doUpdateSet({ token_digest: digestToken(token), created_at: deps.clock.now() }),
-    )
+    .values({ scope: target.scope, scope_id: target.scopeId, ...values })
+    .onConflict((oc) => oc.columns(['scope', 'scope_id']).doUpdateSet(values))
     .execute();
   return token;
+}
+
+const secretKey = (deps: Deps) => instanceKey(deps.config.storageDir, deps.config.secretKey);
+
+/**
+ * The registration tokens of some groups or projects, made on first read as GitLab's
+ * ensure_runners_token does (GitLab shows them as `runners_token` to those who administer them).
+ */
+export async function registrationTokens(
+  deps: Deps,
+  scope: RegistrationScope,
+  ids: number[],
+): Promise<Map<number, string>> {
+  const tokens = new Map<number, string>();
+  if (ids.length === 0) return tokens;
+  const rows = await deps.db
+    .selectFrom('ci_registration_tokens')
+    .select(['scope_id', 'token_sealed'])
+    .where('scope', '=', scope)
+    .where('scope_id', 'in', ids)
+    .execute();
+  for (const row of rows) {
+    try {
+      tokens.set(row.scope_id, openSecret(secretKey(deps), row.token_sealed));
+    } catch {
+      // Sealed under another instance key: a new token replaces it below.
+    }
+  }
+  for (const id of ids) {
+    if (!tokens.has(id)) tokens.set(id, await resetRegistrationToken(deps, { scope, scopeId: id }));
+  }
+  return tokens;
 }
 
 export interface RunnerInfo {
