@@ -326,6 +326,39 @@ function jobVariables(project: Project, pipeline: Pipeline, build: Build): Recor
   };
 }
 
+/**
+ * GitLab's CI_ENVIRONMENT_* variables of a job with `environment:` (name and URL expanded, the
+ * environment's slug and tier); none for other jobs.
+ */
+export async function environmentJobVariables(
+  db: Executor,
+  project: Project,
+  pipeline: Pipeline,
+  build: Build,
+): Promise<Record<string, string>> {
+  const env = (build.options as { environment?: JobEnvironment | null }).environment;
+  if (!env) return {};
+  const vars = jobVariables(project, pipeline, build);
+  const name = expand(env.name, vars).trim();
+  const row = await db
+    .selectFrom('environments')
+    .selectAll()
+    .where('project_id', '=', project.id)
+    .where('name', '=', name)
+    .executeTakeFirst();
+  const slug = row?.slug ?? environmentSlug(name);
+  const url = env.url
+    ? expand(env.url, { ...vars, CI_ENVIRONMENT_NAME: name, CI_ENVIRONMENT_SLUG: slug })
+    : row?.external_url;
+  return {
+    CI_ENVIRONMENT_NAME: name,
+    CI_ENVIRONMENT_SLUG: slug,
+    ...(url ? { CI_ENVIRONMENT_URL: url } : {}),
+    CI_ENVIRONMENT_ACTION: env.action ?? 'start',
+    CI_ENVIRONMENT_TIER: row?.tier ?? guessTier(name),
+  };
+}
+
 /** The deployment status that follows a job's status (GitLab's Deployment state machine). */
 export function deploymentStatusOf(buildStatus: string): string {
   switch (buildStatus) {

@@ -47,6 +47,7 @@ deploy-review:
   stage: deploy
   script:
     - echo "deploying $CI_ENVIRONMENT_NAME" > deployed.txt
+    - echo "env $CI_ENVIRONMENT_NAME $CI_ENVIRONMENT_SLUG $CI_ENVIRONMENT_URL $CI_ENVIRONMENT_TIER $CI_ENVIRONMENT_ACTION"
   artifacts:
     paths: [deployed.txt]
   environment:
@@ -141,6 +142,9 @@ describe('deployments from CI, run by the shipped runner', () => {
     expect(last.deployable.duration).toEqual(expect.any(Number));
     expect(last.deployable.web_url).toContain(`/-/jobs/${last.deployable.id}`);
     expect(last.deployable.artifacts_expire_at).toEqual(expect.any(String));
+    // The job saw GitLab's CI_ENVIRONMENT_* variables, expanded.
+    const trace = await app.request(`/projects/${project.id}/jobs/${last.deployable.id}/trace`, { token: ownerToken });
+    expect(trace.text).toContain(`env ${name} ${slug} https://${slug}.example.com development start`);
 
     // Stop: the environment is stopping while its on_stop job runs, stopped when the job succeeds.
     const stopping = await gitlab.Environments.stop(project.id, listed.id as number);
