@@ -17,6 +17,7 @@ import type { ProjectPolicy } from '../policies/abilities.js';
 import { type EnvironmentAbility, environmentAllows } from '../policies/environments.js';
 import { presentJob } from '../presenters/ci.js';
 import { presentDeployment, presentEnvironment, presentEnvironmentBasic } from '../presenters/environment.js';
+import { presentBasicProject } from '../presenters/project.js';
 import { archiveCutoff } from '../services/ci/builds.js';
 import { jobViews } from '../services/ci/views.js';
 import {
@@ -35,6 +36,7 @@ import {
   updateApiDeployment,
   updateEnvironment,
 } from '../services/environments.js';
+import { buildProjectViews } from '../services/project-views.js';
 import { created, currentUser, loadProject, noContent } from './helpers.js';
 
 /** Environments and deployments (GitLab's lib/api/environments.rb and lib/api/deployments.rb). */
@@ -96,7 +98,14 @@ async function presentDeployments(ctx: AppContext, deployments: Deployment[], wi
 async function environmentDetail(ctx: AppContext, environment: Environment) {
   const last = (await lastDeployments(ctx.state.deps.db, [environment.id])).get(environment.id);
   const [deployment] = last ? await presentDeployments(ctx, [last], false) : [null];
-  return presentEnvironment(environment, deployment ?? null);
+  return presentEnvironment(environment, { lastDeployment: deployment ?? null });
+}
+
+/** The project as the environment entity shows it (BasicProjectDetails). */
+async function projectEntity(ctx: AppContext, project: Project) {
+  const deps = ctx.state.deps;
+  const [view] = await buildProjectViews(deps, ctx.state.actor.user, [project]);
+  return view ? presentBasicProject(view, { baseUrl: deps.config.baseUrl }) : undefined;
 }
 
 function rejectSlug(params: { slug?: string }): void {
@@ -149,7 +158,8 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
         (w) => base().selectAll().orderBy('id').limit(w.limit).offset(w.offset).execute(),
         async (cap) => (await base().select('id').limit(cap).execute()).length,
       );
-      ctx.body = rows.map((e) => presentEnvironment(e));
+      const projectBody = await projectEntity(ctx, project);
+      ctx.body = rows.map((e) => presentEnvironment(e, { project: projectBody }));
     },
   );
 
@@ -174,7 +184,7 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
       authorize(policy, 'create_environment');
       const result = await createEnvironment(ctx.state.deps, project, params);
       if (!result.ok) throw validationError(result.errors);
-      created(ctx, presentEnvironment(result.environment));
+      created(ctx, presentEnvironment(result.environment, { project: await projectEntity(ctx, project) }));
     },
   );
 
@@ -275,7 +285,7 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
       const environment = await loadEnvironment(ctx, project, params.environment_id);
       const result = await updateEnvironment(ctx.state.deps, environment, params);
       if (!result.ok) throw validationError(result.errors);
-      ctx.body = presentEnvironment(result.environment);
+      ctx.body = presentEnvironment(result.environment, { project: await projectEntity(ctx, project) });
     },
   );
 
@@ -307,7 +317,7 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
       authorize(policy, 'stop_environment', environment);
       const stopped = await stopEnvironment(ctx.state.deps, environment, currentUser(ctx), { force: params.force });
       ctx.status = 200;
-      ctx.body = presentEnvironment(stopped);
+      ctx.body = presentEnvironment(stopped, { project: await projectEntity(ctx, project) });
     },
   );
 

@@ -14,12 +14,20 @@ export function presentEnvironmentBasic(environment: Environment) {
   };
 }
 
-/** GitLab's Entities::Environment (last_deployment only on the single-environment get). */
-export function presentEnvironment(environment: Environment, lastDeployment?: Record<string, unknown> | null) {
+/**
+ * GitLab's Entities::Environment: `project` (BasicProjectDetails) everywhere but the
+ * single-environment get, which has `last_deployment` instead.
+ */
+export function presentEnvironment(
+  environment: Environment,
+  extra: { project?: unknown; lastDeployment?: Record<string, unknown> | null } = {},
+) {
+  const lastDeployment = extra.lastDeployment;
   return {
     ...presentEnvironmentBasic(environment),
     description: environment.description,
     tier: environment.tier,
+    ...(extra.project !== undefined ? { project: extra.project } : {}),
     state: environment.state,
     auto_stop_at: isoTime(environment.auto_stop_at),
     auto_stop_setting: 'always',

@@ -107,6 +107,7 @@ describe('deployments from CI, run by the shipped runner', () => {
     const listed = environments[0] as Record<string, unknown>;
     expect(listed).toMatchObject({ name, slug, state: 'available', external_url: `https://${slug}.example.com` });
     expect(listed.last_deployment).toBeUndefined();
+    expect(listed.project).toMatchObject({ id: project.id, path_with_namespace: project.full_path });
 
     const shown = (await gitlab.Environments.show(project.id, listed.id as number)) as Record<string, any>;
     expect(shown).toMatchObject({ id: listed.id, name, slug, state: 'available', tier: 'development' });
@@ -122,6 +123,7 @@ describe('deployments from CI, run by the shipped runner', () => {
       user: { id: owner.id, username: owner.username },
     });
     expect(last.environment).toBeUndefined();
+    expect(shown.project).toBeUndefined();
     const runnerRow = await app.deps.db.selectFrom('ci_runners').select('id').executeTakeFirstOrThrow();
     expect(last.deployable).toMatchObject({
       name: 'deploy-review',
