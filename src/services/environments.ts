@@ -548,13 +548,16 @@ export async function stopEnvironment(
       ? await deps.db.selectFrom('users').selectAll().where('id', '=', action.user_id).executeTakeFirst()
       : undefined);
   if (action && actor && (action.status === 'manual' || FINISHED.includes(action.status))) {
+    // The job first: a crash between the two leaves an available environment whose stop job
+    // still runs (and stops it), never one stuck in `stopping`.
+    if (action.status === 'manual') await playBuild(deps, action, actor);
+    else await cloneForRetry(deps, action, actor);
     await deps.db
       .updateTable('environments')
       .set({ state: 'stopping', auto_stop_at: null, updated_at: now })
       .where('id', '=', environment.id)
+      .where('state', '=', 'available')
       .execute();
-    if (action.status === 'manual') await playBuild(deps, action, actor);
-    else await cloneForRetry(deps, action, actor);
   } else if (!action || !['pending', 'running'].includes(action.status)) {
     await markStopped(deps.db, environment.id, now);
   }
@@ -571,18 +574,16 @@ export interface ReviewAppsResult {
 }
 
 /**
- * DELETE /projects/:id/environments/review_apps (GitLab's ScheduleToDeleteReviewAppsService):
- * stopped environments in the `review/` folder, not yet scheduled, whose last deployment (or, with
- * none, whose update) is older than `before`, oldest first, at most `limit`; unless a dry run,
- * they are deleted one week later.
+ * DELETE /projects/:id/environments/review_apps (GitLab's ScheduleToDeleteReviewAppsService and
+ * Environment.stopped_review_apps): stopped environments in the `review/` folder, not yet
+ * scheduled, created before `before`, oldest first, at most `limit`; unless a dry run, they are
+ * deleted one week later.
  */
 export async function scheduleReviewAppsDeletion(
   deps: Deps,
   project: Project,
   input: { before: Date; limit: number; dryRun: boolean },
 ): Promise<ReviewAppsResult> {
-  const lastActivity = sql<Date>`coalesce((SELECT max(d.created_at) FROM deployments d
-    WHERE d.environment_id = environments.id), environments.updated_at)`;
   const environments = await deps.db
     .selectFrom('environments')
     .selectAll()
@@ -590,8 +591,8 @@ export async function scheduleReviewAppsDeletion(
     .where('state', '=', 'stopped')
     .where('auto_delete_at', 'is', null)
     .where('name', 'like', 'review/%')
-    .where(lastActivity, '<', input.before)
-    .orderBy(lastActivity)
+    .where('created_at', '<', input.before)
+    .orderBy('created_at')
     .orderBy('id')
     .limit(input.limit)
     .execute();

@@ -428,7 +428,7 @@ describe('environments API', () => {
 });
 
 describe('review-app clean-up', () => {
-  it('schedules stopped review apps older than before (dry run by default, limit), deleted a week later', async () => {
+  it('schedules stopped review apps created before `before` (dry run by default, limit), deleted a week later', async () => {
     const { project } = await makeSampleProject(app, owner, { path: 'env-review-apps', visibility: 'private' });
     const sha = await commitFiles(app, ownerToken, project, 'main', { 'README.md': 'x' }, { action: 'update' });
     const gitlab = client(ownerToken);
@@ -444,8 +444,11 @@ describe('review-app clean-up', () => {
     const notReview = await deploy('staging');
     app.clock.advance(20 * DAY);
     const recent = await deploy('review/recent');
+    app.clock.advance(15 * DAY);
+    // As GitLab's stopped_review_apps: the environment's creation counts, not its last deployment.
+    await deploy('review/old-a');
     for (const id of [oldA, oldB, recent, notReview]) await gitlab.Environments.stop(project.id, id);
-    app.clock.advance(20 * DAY);
+    app.clock.advance(5 * DAY);
 
     const clean = (query = '') =>
       app.request(`/projects/${project.id}/environments/review_apps${query}`, { method: 'DELETE', token: ownerToken });
