@@ -211,6 +211,39 @@ describe('deployments from CI, run by the shipped runner', () => {
     expect((await deploymentsOf(project.id)).map((d) => d.status)).toEqual(['failed', 'canceled']);
   });
 
+  it('a failed stop job leaves the environment available; force stops without the job', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-stop-fail', visibility: 'private' });
+    await pushCi(project, REVIEW_CI.replace('echo "stopping review app"', 'exit 3'));
+    expect(await run()).toBe('success');
+    const gitlab = client(ownerToken);
+    const [review] = await gitlab.Environments.all(project.id, { name: 'review/main' });
+    const id = review?.id as number;
+    expect(await gitlab.Environments.stop(project.id, id)).toMatchObject({ state: 'stopping' });
+    expect(await run()).toBe('failed');
+    expect(await gitlab.Environments.show(project.id, id)).toMatchObject({ state: 'available' });
+    // Stopping again runs the stop job again (a new try of it).
+    expect(await gitlab.Environments.stop(project.id, id)).toMatchObject({ state: 'stopping' });
+    const retried = await requestJob(app, runner.token);
+    expect(retried.status, retried.text).toBe(201);
+    expect(retried.body.job_info.name).toBe('stop-review');
+    await app.request(`/jobs/${retried.body.id}`, {
+      method: 'PUT',
+      body: { token: retried.body.token, state: 'failed', failure_reason: 'script_failure' },
+    });
+    expect(await gitlab.Environments.show(project.id, id)).toMatchObject({ state: 'available' });
+    // force: stopped at once, no job run.
+    const jobsBefore = (await app.request(`/projects/${project.id}/jobs`, { token: ownerToken })).body.length;
+    const forced = await app.request(`/projects/${project.id}/environments/${id}/stop`, {
+      method: 'POST',
+      token: ownerToken,
+      body: { force: true },
+    });
+    expect(forced.status, forced.text).toBe(200);
+    expect(forced.body).toMatchObject({ id, state: 'stopped' });
+    expect((await app.request(`/projects/${project.id}/jobs`, { token: ownerToken })).body).toHaveLength(jobsBefore);
+    expect(await run()).toBeNull();
+  });
+
   it('auto_stop_in stops the environment through the durable recurring job, running the stop job', async () => {
     const { project } = await makeSampleProject(app, owner, { path: 'env-autostop', visibility: 'private' });
     await pushCi(
