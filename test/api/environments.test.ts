@@ -451,6 +451,40 @@ describe('environments API', () => {
       expect(del.status, `${persona.name} delete`).toBe(want.read === 200 ? (writeOk === 200 ? 204 : 403) : want.read);
     }
 
+    // The environments feature turned off: nobody reads or writes them, not even the owner.
+    const ownerEnv = await ownerClient.Environments.create(project.id, 'feature-check');
+    const setLevel = await app.request(`/projects/${project.id}`, {
+      method: 'PUT',
+      token: ownerToken,
+      body: { environments_access_level: 'disabled' },
+    });
+    expect(setLevel.status, setLevel.text).toBe(200);
+    expect((await app.request(`/projects/${project.id}/environments`, { token: ownerToken })).status).toBe(403);
+    expect(
+      (
+        await app.request(`/projects/${project.id}/environments/${ownerEnv.id}/stop`, {
+          method: 'POST',
+          token: ownerToken,
+        })
+      ).status,
+    ).toBe(403);
+    await app.request(`/projects/${project.id}`, {
+      method: 'PUT',
+      token: ownerToken,
+      body: { environments_access_level: 'enabled' },
+    });
+    // An archived project is read-only.
+    // (No archive endpoint on this branch: the flag is set directly.)
+    await app.deps.db.updateTable('projects').set({ archived: true }).where('id', '=', project.id).execute();
+    expect((await app.request(`/projects/${project.id}/environments`, { token: ownerToken })).status).toBe(200);
+    const archivedCreate = await app.request(`/projects/${project.id}/environments`, {
+      method: 'POST',
+      token: ownerToken,
+      body: { name: 'after-archive' },
+    });
+    expect(archivedCreate.status).toBe(403);
+    expect((await ownerClient.Environments.show(project.id, ownerEnv.id)).state).toBe('available');
+
     // A private project is not found for those outside it.
     const { project: hidden } = await makeSampleProject(app, owner, { path: 'env-hidden', visibility: 'private' });
     const outsider = personas.find((p) => p.name === 'non-member');
