@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Build, Deployment, Environment, Project, User } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
@@ -145,8 +146,18 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
         let q = deps.db.selectFrom('environments').where('project_id', '=', project.id);
         if (params.name !== undefined) q = q.where('name', '=', params.name);
         if (params.search) {
-          const pattern = `%${params.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-          q = q.where('name', 'ilike', pattern);
+          // GitLab's for_name_like and for_name_like_within_folder: the name, or the name inside
+          // its folder (after the first `/`), starts with the query, case-insensitively.
+          const prefix = `${params.search.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+          q = q.where((eb) =>
+            eb.or([
+              eb(sql`lower(name)`, 'like', prefix),
+              eb.and([
+                eb('name', 'like', '%/%'),
+                eb(sql`lower(substring(name from position('/' in name) + 1))`, 'like', prefix),
+              ]),
+            ]),
+          );
         }
         if (params.states) q = q.where('state', '=', params.states);
         return q;

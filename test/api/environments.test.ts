@@ -346,7 +346,14 @@ describe('environments API', () => {
 
     // Listing: exact name, search, states; name and search together refused; a short search refused.
     expect((await gitlab.Environments.all(project.id, { name: 'staging' })).map((e) => e.name)).toEqual(['staging']);
-    expect((await gitlab.Environments.all(project.id, { search: 'duct' })).map((e) => e.name)).toEqual(['Production']);
+    // search: the name, or its part inside the folder, starts with the query (any case).
+    const search = async (q: string) => (await gitlab.Environments.all(project.id, { search: q })).map((e) => e.name);
+    expect(await search('PROD')).toEqual(['Production']);
+    expect(await search('duct')).toEqual([]);
+    expect(await search('a-very')).toEqual(['review/a-very-long-branch-name-here']);
+    expect(await search('review/a-v')).toEqual(['review/a-very-long-branch-name-here']);
+    expect(await search('1-a%')).toEqual([]);
+    expect(await search('1-a')).toEqual(['1-app']);
     const list = (query: string) => app.request(`/projects/${project.id}/environments?${query}`, { token: ownerToken });
     expect((await list('name=staging&search=sta')).body).toEqual({ error: 'name, search cannot be used together' });
     expect((await list('search=st')).body).toEqual({
