@@ -687,6 +687,26 @@ describe('deployments API', () => {
     expect(reporterPut.status).toBe(403);
   });
 
+  it('numbers concurrent deployments of a project without gaps or duplicates, one environment per name', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'env-concurrent', visibility: 'private' });
+    const sha = await commitFiles(app, ownerToken, project, 'main', { 'README.md': 'c' }, { action: 'update' });
+    const results = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        app.request(`/projects/${project.id}/deployments`, {
+          method: 'POST',
+          token: ownerToken,
+          body: { environment: `env-${i % 3}`, sha, ref: 'main', tag: false, status: 'success' },
+        }),
+      ),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(12).fill(201));
+    expect(results.map((r) => r.body.iid).sort((a: number, b: number) => a - b)).toEqual(
+      Array.from({ length: 12 }, (_, i) => i + 1),
+    );
+    const environments = await client(ownerToken).Environments.all(project.id);
+    expect(environments.map((e) => e.name).sort()).toEqual(['env-0', 'env-1', 'env-2']);
+  });
+
   it('refuses to update a deployment made by a CI job', async () => {
     const { project } = await makeSampleProject(app, owner, { path: 'env-ci-put', visibility: 'private' });
     await pushCi(project, 'deploy:\n  script: [echo hi]\n  environment: production\n');
