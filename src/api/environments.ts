@@ -252,7 +252,7 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
     async (ctx, params) => {
       const deps = ctx.state.deps;
       const { project, policy } = await loadProject(ctx, params.id);
-      authorize(policy, 'stop_environment');
+      authorize(policy, 'stop_stale_environments');
       const before = new Date(params.before);
       const now = deps.clock.now().getTime();
       if (before.getTime() < now - 10 * 365.25 * 24 * HOUR_MS || before.getTime() > now - 7 * 24 * HOUR_MS) {

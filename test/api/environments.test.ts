@@ -416,14 +416,15 @@ describe('environments API', () => {
     expect((await del('abc')).status).toBe(400);
   });
 
-  it('answers every role as GitLab: reporters read, developers write, stop and delete stopped ones', async () => {
+  it('answers every role as GitLab: reporters (and anyone signed in on a public project) read, developers write', async () => {
     const { project } = await makeSampleProject(app, owner, { path: 'env-roles', visibility: 'public' });
     const personas = await makePersonas(app, { type: 'project', id: project.id });
     const ownerClient = client(ownerToken);
     const expected: Record<string, { read: number; write: number }> = {
       anonymous: { read: 401, write: 401 },
-      'non-member': { read: 403, write: 403 },
-      guest: { read: 403, write: 403 },
+      // A public project's environments are readable by every signed-in user (GitLab's public_access).
+      'non-member': { read: 200, write: 403 },
+      guest: { read: 200, write: 403 },
       reporter: { read: 200, write: 403 },
       developer: { read: 200, write: 201 },
       maintainer: { read: 200, write: 201 },
@@ -498,6 +499,16 @@ describe('environments API', () => {
     const res = await app.request(`/projects/${hidden.id}/environments`, { token: outsider?.token });
     expect(res.status).toBe(404);
     expect(res.body).toEqual({ message: '404 Project Not Found' });
+    // In a private project a guest does not read them; a reporter does.
+    const [hiddenGuest, hiddenReporter] = await makeMembers(app, { type: 'project', id: hidden.id }, [
+      'guest',
+      'reporter',
+    ]);
+    expect((await app.request(`/projects/${hidden.id}/environments`, { token: hiddenGuest?.token })).status).toBe(403);
+    expect((await app.request(`/projects/${hidden.id}/deployments`, { token: hiddenGuest?.token })).status).toBe(403);
+    expect((await app.request(`/projects/${hidden.id}/environments`, { token: hiddenReporter?.token })).status).toBe(
+      200,
+    );
   });
 });
 
@@ -725,10 +736,13 @@ describe('deployments API', () => {
 });
 
 describe('stale environments and deleting deployments', () => {
-  it('stops environments neither deployed to nor updated since before; before must be 1 week to 10 years ago', async () => {
+  it('stops environments neither deployed to nor updated since before (maintainers; before 1 week to 10 years ago)', async () => {
     const { project } = await makeSampleProject(app, owner, { path: 'env-stale', visibility: 'private' });
     const sha = await commitFiles(app, ownerToken, project, 'main', { 'README.md': 'z' }, { action: 'update' });
-    const [reporter] = await makeMembers(app, { type: 'project', id: project.id }, ['reporter']);
+    const [reporter, developer] = await makeMembers(app, { type: 'project', id: project.id }, [
+      'reporter',
+      'developer',
+    ]);
     const gitlab = client(ownerToken);
     const old = await gitlab.Environments.create(project.id, 'old-one');
     const deployedOld = (await gitlab.Deployments.create(project.id, 'deployed-long-ago', sha, 'main', false, {
@@ -748,7 +762,9 @@ describe('stale environments and deleting deployments', () => {
       expect(res.body).toEqual({ message: '400 Bad request - Invalid Date' });
     }
     expect((await stale('last week')).body).toEqual({ error: 'before is invalid' });
+    // Bulk stop is a maintainer's (GitLab's project-level stop_environment).
     expect((await stale(dayAgo(20), reporter?.token)).status).toBe(403);
+    expect((await stale(dayAgo(20), developer?.token)).status).toBe(403);
     const states = async () =>
       Object.fromEntries((await gitlab.Environments.all(project.id)).map((e) => [e.name, e.state]));
     expect(await states()).toEqual({ 'old-one': 'available', 'deployed-long-ago': 'available', fresh: 'available' });
