@@ -547,6 +547,8 @@ export interface EnvironmentsTable {
   auto_stop_at: NullableTimestamp;
   /** Set by the review-app clean-up: the environment is deleted at this time. */
   auto_delete_at: NullableTimestamp;
+  /** The stop job whose end was last applied to this environment. */
+  last_stop_build_id: Generated<number | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -323,6 +323,7 @@ function jobVariables(project: Project, pipeline: Pipeline, build: Build): Recor
     CI_COMMIT_REF_SLUG: refSlug(build.ref),
     ...(build.tag ? { CI_COMMIT_TAG: build.ref } : { CI_COMMIT_BRANCH: build.ref }),
     ...(options.variables ?? {}),
+    ...Object.fromEntries((pipeline.variables ?? []).map((v) => [v.key, v.value])),
   };
 }
 
@@ -422,13 +423,23 @@ export async function syncPipelineDeployments(
         .where('name', '=', name)
         .executeTakeFirst();
       if (!environment) continue;
-      if (build.status === 'success' && environment.state !== 'stopped') {
-        await markStopped(tx, environment.id, now);
-      } else if (['failed', 'canceled'].includes(build.status) && environment.state === 'stopping') {
-        // A stop job that did not succeed leaves the environment as it was.
+      // processPipeline runs again whenever any job of the pipeline moves: a stop job acts once.
+      if (environment.last_stop_build_id === build.id) continue;
+      if (build.status === 'success') {
         await tx
           .updateTable('environments')
-          .set({ state: 'available', updated_at: now })
+          .set({ state: 'stopped', auto_stop_at: null, last_stop_build_id: build.id, updated_at: now })
+          .where('id', '=', environment.id)
+          .execute();
+      } else if (['failed', 'canceled'].includes(build.status)) {
+        // A stop job that did not succeed leaves a stopping environment as it was.
+        await tx
+          .updateTable('environments')
+          .set({
+            ...(environment.state === 'stopping' ? { state: 'available' } : {}),
+            last_stop_build_id: build.id,
+            updated_at: now,
+          })
           .where('id', '=', environment.id)
           .execute();
       }

@@ -178,6 +178,20 @@ describe('deployments from CI, run by the shipped runner', () => {
     expect((await gitlab.Environments.show(project.id, listed.id as number)).last_deployment).toMatchObject({
       iid: 2,
     });
+    // The first pipeline moving again (a retried job) does not replay its old stop job.
+    const retry = await app.request(`/projects/${project.id}/jobs/${last.deployable.id}/retry`, {
+      method: 'POST',
+      token: ownerToken,
+    });
+    expect(retry.status, retry.text).toBe(201);
+    expect(await gitlab.Environments.show(project.id, listed.id as number)).toMatchObject({ state: 'available' });
+    expect(await run()).toBe('success');
+    expect(await gitlab.Environments.show(project.id, listed.id as number)).toMatchObject({ state: 'available' });
+    expect((await deploymentsOf(project.id)).map((d) => [d.iid, d.status])).toEqual([
+      [1, 'success'],
+      [2, 'success'],
+      [3, 'success'],
+    ]);
   });
 
   it('follows the job: created, running, failed; a failed deployment is not the last one', async () => {

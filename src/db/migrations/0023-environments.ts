@@ -18,6 +18,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('description', 'text')
     .addColumn('auto_stop_at', 'timestamptz')
     .addColumn('auto_delete_at', 'timestamptz')
+    // The stop job whose end was last applied: processPipeline runs again whenever any job of a
+    // pipeline moves, and an old stop job must not act twice.
+    .addColumn('last_stop_build_id', 'integer')
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .addUniqueConstraint('environments_project_name', ['project_id', 'name'])
