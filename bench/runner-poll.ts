@@ -60,7 +60,11 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
     const tokens: string[] = [];
     for (let i = 0; i < RUNNERS; i++) {
       // Tagged so that they never take the benchmark's own jobs: every poll is a 204.
-      const runner = await benchApi(server.api, 'POST', '/runners', { token: registration, tag_list: 'bench-poll', run_untagged: false });
+      const runner = await benchApi(server.api, 'POST', '/runners', {
+        token: registration,
+        tag_list: 'bench-poll',
+        run_untagged: false,
+      });
       tokens.push(runner.token);
     }
     const pid = server.child.pid as number;
@@ -81,7 +85,10 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
 
     // Pushes of a CI file with 50 jobs: from the commit request to the pipeline with its jobs.
     const jobs = Object.fromEntries(
-      Array.from({ length: PIPELINE_JOBS }, (_, i) => [`job-${i}`, { stage: i % 2 ? 'test' : 'build', script: ['true'] }]),
+      Array.from({ length: PIPELINE_JOBS }, (_, i) => [
+        `job-${i}`,
+        { stage: i % 2 ? 'test' : 'build', script: ['true'] },
+      ]),
     );
     const commitTimes: number[] = [];
     const pipelineTimes: number[] = [];
@@ -105,10 +112,41 @@ export async function run(): Promise<{ measurements: Measurement[]; notes: strin
     const commitMs = median(commitTimes);
     return {
       measurements: [
-        measurement(`CPU, ${RUNNERS} runners polling every 3 s`, '% of a core', polling, 10, 'goal limit', 'lower', '< 1×'),
-        measurement(`CPU, ${RUNNERS} runners polling every 3 s`, '% of a core', polling, floor, 'GET /-/liveness at the same rate', 'lower'),
-        measurement(`push of ${PIPELINE_JOBS} jobs → pipeline exists (median of ${PUSHES})`, 'ms', pipelineMs, commitMs + 200, 'the commit + 200 ms', 'lower', '≤ 1×'),
-        measurement(`pipeline after the commit returned (median of ${PUSHES})`, 'ms', pipelineMs - commitMs, 200, 'goal limit', 'lower', '≤ 1×'),
+        measurement(
+          `CPU, ${RUNNERS} runners polling every 3 s`,
+          '% of a core',
+          polling,
+          10,
+          'goal limit',
+          'lower',
+          '< 1×',
+        ),
+        measurement(
+          `CPU, ${RUNNERS} runners polling every 3 s`,
+          '% of a core',
+          polling,
+          floor,
+          'GET /-/liveness at the same rate',
+          'lower',
+        ),
+        measurement(
+          `push of ${PIPELINE_JOBS} jobs → pipeline exists (median of ${PUSHES})`,
+          'ms',
+          pipelineMs,
+          commitMs + 200,
+          'the commit + 200 ms',
+          'lower',
+          '≤ 1×',
+        ),
+        measurement(
+          `pipeline after the commit returned (median of ${PUSHES})`,
+          'ms',
+          pipelineMs - commitMs,
+          200,
+          'goal limit',
+          'lower',
+          '≤ 1×',
+        ),
       ],
       notes: [
         'CPU is utime + stime of the server process tree (Node, git, embedded PostgreSQL) from /proc over the window',

@@ -27,6 +27,8 @@ export const LOOKUP_TABLES = {
   groupLevel: ['members', 'namespaces'],
   applicationSettings: ['application_settings'],
   planLimits: ['plan_limits'],
+  /** Whether any CI job waits for a runner: idle runner polls then skip the claim (issue 19). */
+  ciPendingBuilds: ['ci_builds'],
 } as const satisfies Record<string, readonly string[]>;
 
 export type LookupKind = keyof typeof LOOKUP_TABLES;

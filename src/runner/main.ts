@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { ProtocolClient } from './client.js';
 import { executeJob } from './executor.js';
@@ -121,7 +122,7 @@ async function main(argv: string[]): Promise<void> {
   await program.parseAsync(argv);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   main(process.argv).catch((error: unknown) => {
     process.stderr.write(`${(error as Error).message}\n`);
     process.exit(1);

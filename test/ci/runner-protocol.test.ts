@@ -10,18 +10,18 @@ import { register as registerShippedRunner, runOnce } from '../../src/runner/mai
 import { failStuckBuilds, removeExpiredArtifacts } from '../../src/services/ci/builds.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { commitFiles, drainJobs, registerRunner, registrationToken, requestJob } from '../support/ci.js';
-import { makeProject, makeSampleProject, makeUserWithToken } from '../support/factories.js';
+import { makeGroup, makeProject, makeSampleProject, makeUserWithToken } from '../support/factories.js';
 
 const exec = promisify(execFile);
 let app: TestApp;
 let owner: User;
 let ownerToken: string;
-let _adminToken: string;
+let adminToken: string;
 
 beforeAll(async () => {
   app = await startTestApp();
   ({ user: owner, token: ownerToken } = await makeUserWithToken(app));
-  ({ token: _adminToken } = await makeUserWithToken(app, { admin: true }));
+  ({ token: adminToken } = await makeUserWithToken(app, { admin: true }));
 });
 afterAll(async () => {
   await app?.close();
@@ -291,6 +291,35 @@ describe('the runner protocol as the GitLab runner speaks it', () => {
     expect((await requestJob(app, protectedOnly.token)).status).toBe(204);
   });
 
+  it("hands jobs to instance runners and to runners of the project's group or its ancestors only", async () => {
+    const top = await makeGroup(app, owner, { path: 'scope-top' });
+    const sub = await makeGroup(app, owner, { path: 'scope-sub', parent: top });
+    const elsewhere = await makeGroup(app, owner, { path: 'scope-elsewhere' });
+    const { project } = await makeSampleProject(app, owner, {
+      path: 'scope-project',
+      namespace: sub,
+      visibility: 'private',
+    });
+    const tags = { tag_list: 'scope-test', run_untagged: false };
+    const foreign = await registerRunner(
+      app,
+      await registrationToken(app, ownerToken, `/groups/${elsewhere.id}`),
+      tags,
+    );
+    const ancestor = await registerRunner(app, await registrationToken(app, ownerToken, `/groups/${top.id}`), tags);
+    const instance = await registerRunner(app, await registrationToken(app, adminToken, ''), tags);
+    const jobs = { a: { script: ['true'], tags: ['scope-test'] }, b: { script: ['true'], tags: ['scope-test'] } };
+    await commitFiles(app, ownerToken, project, 'main', { '.gitlab-ci.yml': JSON.stringify(jobs) });
+    await drainJobs(app);
+    expect((await requestJob(app, foreign.token)).status).toBe(204);
+    const viaGroup = await requestJob(app, ancestor.token);
+    expect(viaGroup.status).toBe(201);
+    expect(viaGroup.body.job_info.project_id).toBe(project.id);
+    const viaInstance = await requestJob(app, instance.token);
+    expect(viaInstance.status).toBe(201);
+    expect(viaInstance.body.id).not.toBe(viaGroup.body.id);
+  });
+
   it('lets a job token clone its own project over HTTP, and nothing else', async () => {
     const { project } = await makeSampleProject(app, owner, { path: 'protocol-clone', visibility: 'private' });
     const other = await makeProject(app, owner, { path: 'protocol-other', initializeWithReadme: true });
@@ -486,6 +515,47 @@ describe('the shipped runner', () => {
       expect(
         (await app.request(`/projects/${project.id}/pipelines/${pipeline?.id}`, { token: ownerToken })).body.status,
       ).toBe('failed');
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  it('works from its command line: npm run runner -- register, then run --once', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'shipped-cli', visibility: 'private' });
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ci-cli-'));
+    try {
+      const cli = (...args: string[]) =>
+        exec(process.execPath, ['--import', 'tsx', 'src/runner/main.ts', ...args], {
+          cwd: path.resolve(import.meta.dirname, '../..'),
+          env: { PATH: process.env.PATH ?? '', HOME: dir },
+          encoding: 'utf8',
+        });
+      const registration = await registrationToken(app, ownerToken, `/projects/${project.id}`);
+      const config = path.join(dir, 'runner.json');
+      const registered = await cli(
+        'register',
+        '--url',
+        app.baseUrl,
+        '--token',
+        registration,
+        '--config',
+        config,
+        '--tag-list',
+        'cli',
+      );
+      expect(registered.stdout).toMatch(/^Runner \d+ registered/);
+      expect(JSON.parse(await fs.readFile(config, 'utf8'))).toMatchObject({
+        url: app.baseUrl,
+        token: expect.stringMatching(/^glrt-/),
+      });
+      expect((await cli('run', '--once', '--config', config)).stdout).toContain('No job');
+      await commitFiles(app, ownerToken, project, 'main', {
+        '.gitlab-ci.yml': 'hello:\n  tags: [cli]\n  script: [echo hello from the cli]\n',
+      });
+      await drainJobs(app);
+      const ran = await cli('run', '--once', '--config', config);
+      expect(ran.stdout).toContain('hello from the cli');
+      expect(ran.stdout).toContain('Job success');
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }

@@ -120,6 +120,11 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema.createIndex('ci_builds_runner').on('ci_builds').columns(['runner_id', 'id']).execute();
   // The queue: the runner protocol scans only pending jobs.
   await sql`CREATE INDEX ci_builds_pending ON ci_builds (id) WHERE status = 'pending'`.execute(db);
+  // Changes to jobs are announced like 0008/0009's tables: runner polls cache whether any job is
+  // pending (src/db/lookup-cache.ts) and every process must forget that when jobs change.
+  await sql`
+    CREATE TRIGGER ci_builds_row_change AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ci_builds
+    FOR EACH STATEMENT EXECUTE FUNCTION depot_notify_row_change()`.execute(db);
 
   await db.schema
     .createTable('ci_build_trace_chunks')

@@ -5,7 +5,7 @@ import { findProjectById } from '../../db/queries/projects.js';
 import type { Build, Pipeline, Project, Runner, User } from '../../db/schema.js';
 import { digestToken, generateToken } from '../../lib/crypto.js';
 import { getApplicationSettings, parseDuration } from '../application-settings.js';
-import type { Deps } from '../deps.js';
+import { cachedLookup, type Deps } from '../deps.js';
 import { environmentJobVariables } from '../environments.js';
 import { pipelineVariables, processPipeline } from './pipelines.js';
 
@@ -60,6 +60,17 @@ const FAILURE_REASONS = [
  */
 export async function claimBuild(deps: Deps, runner: Runner): Promise<{ build: Build; token: string } | undefined> {
   if (!runner.active) return undefined;
+  // Most polls find nothing: whether anything is pending is kept in process until jobs change.
+  const anyPending = await cachedLookup(deps, 'ciPendingBuilds', 'any', async () => {
+    const row = await deps.db
+      .selectFrom('ci_builds')
+      .select('id')
+      .where('status', '=', 'pending')
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  });
+  if (anyPending === false) return undefined;
   const token = generateToken(JOB_TOKEN_PREFIX);
   const now = deps.clock.now();
   const scope =
