@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Gitlab } from '@gitbeaker/rest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
+import { scheduleEnvironmentJobs } from '../../src/jobs/environments.js';
 import { type RunnerConfig, register as registerShippedRunner, runOnce } from '../../src/runner/main.js';
 import { environmentSlug } from '../../src/services/environments.js';
 import { startTestApp, type TestApp } from '../support/app.js';
@@ -816,5 +817,23 @@ describe('stale environments and deleting deployments', () => {
     expect((await del(first.id, maintainer?.token)).status).toBe(204);
     expect((await del(first.id, maintainer?.token)).status).toBe(404);
     expect((await gitlab.Deployments.all(project.id)).map((d) => d.id)).toEqual([second.id, running.id]);
+  });
+});
+
+describe('the recurring jobs', () => {
+  it("are queued once each at start-up, at GitLab's minutes past the hour", async () => {
+    await scheduleEnvironmentJobs(app.deps);
+    await scheduleEnvironmentJobs(app.deps);
+    const queued = await app.deps.db
+      .selectFrom('jobs')
+      .select(['kind', 'run_at'])
+      .where('kind', 'in', ['environments_auto_stop', 'environments_auto_delete'])
+      .where('state', '=', 'queued')
+      .orderBy('kind')
+      .execute();
+    expect(queued.map((j) => [j.kind, j.run_at.getUTCMinutes()])).toEqual([
+      ['environments_auto_delete', 34],
+      ['environments_auto_stop', 24],
+    ]);
   });
 });
