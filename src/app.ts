@@ -14,6 +14,7 @@ import { registerRunnerJobRoutes } from './api/ci-runner-jobs.js';
 import { registerCommitRoutes } from './api/commits.js';
 import { registerCompareRoutes } from './api/compare.js';
 import { registerDependencyRoutes } from './api/dependencies.js';
+import { registerEnvironmentRoutes } from './api/environments.js';
 import { registerErrorTrackingRoutes } from './api/error-tracking.js';
 import { registerEventRoutes } from './api/events.js';
 import { registerFileRoutes } from './api/files.js';
@@ -103,6 +104,7 @@ export const API_MODULES: ((api: ApiRouter) => void)[] = [
   registerPipelineRoutes,
   registerProjectHookRoutes,
   registerIntegrationRoutes,
+  registerEnvironmentRoutes,
 ];
 
 export interface CreateAppOptions {

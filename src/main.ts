@@ -6,6 +6,7 @@ import { EmbeddedPostgresError } from './db/embedded-postgres.js';
 import { checkGitVersion } from './git/command.js';
 import { scheduleCiJobs } from './jobs/ci.js';
 import { scheduleDormantUsersJob } from './jobs/dormant-users.js';
+import { scheduleEnvironmentJobs } from './jobs/environments.js';
 import { scheduleHookJobs } from './jobs/hooks.js';
 import { JOB_KINDS } from './jobs/kinds.js';
 import { scheduleMemberJobs } from './jobs/members.js';
@@ -67,6 +68,7 @@ async function main(): Promise<void> {
   await scheduleHookJobs(runtime.deps);
   // Hourly: CI jobs stuck pending or past their timeout are failed.
   await scheduleCiJobs(runtime.deps);
+  await scheduleEnvironmentJobs(runtime.deps);
   logger.info({ git: gitVersion, database: runtime.database.kind, workers: config.workers }, 'Depot is starting');
   if (config.workers === 1) await serve(config, runtime, runtime.owner);
   else await superviseWorkers(config, runtime);

@@ -244,6 +244,8 @@ export interface DB {
   web_hooks: WebHooksTable;
   integrations: IntegrationsTable;
   hook_deliveries: HookDeliveriesTable;
+  environments: EnvironmentsTable;
+  deployments: DeploymentsTable;
 }
 
 /** A protected branch name or wildcard (GitLab's protected_branches). */
@@ -852,3 +854,44 @@ export interface CiBuildReportsTable {
   content: Buffer;
   created_at: Generated<Date>;
 }
+/** A deployment target of a project (GitLab's environments). */
+export interface EnvironmentsTable {
+  id: Generated<number>;
+  project_id: number;
+  name: string;
+  slug: string;
+  external_url: string | null;
+  /** available, stopping or stopped. */
+  state: Generated<string>;
+  tier: Generated<string>;
+  description: Generated<string | null>;
+  auto_stop_at: NullableTimestamp;
+  /** Set by the review-app clean-up: the environment is deleted at this time. */
+  auto_delete_at: NullableTimestamp;
+  /** The stop job whose end was last applied to this environment. */
+  last_stop_build_id: Generated<number | null>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** A deployment to an environment, by a CI job (deployable_id) or through the API. */
+export interface DeploymentsTable {
+  id: Generated<number>;
+  iid: number;
+  project_id: number;
+  environment_id: number;
+  ref: string;
+  tag: Generated<boolean>;
+  sha: string;
+  user_id: number | null;
+  deployable_id: number | null;
+  status: string;
+  /** The name of the job that stops the environment this deployment made (`environment:on_stop`). */
+  on_stop: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  finished_at: NullableTimestamp;
+}
+
+export type Environment = Selectable<EnvironmentsTable>;
+export type Deployment = Selectable<DeploymentsTable>;

@@ -1,6 +1,7 @@
 import { archiveCacheCleanupJob, archiveCachePurgeJob } from './archive-cache.js';
 import { createPipelineJob, stuckBuildsJob } from './ci.js';
 import { dormantUsersJob } from './dormant-users.js';
+import { environmentAutoDeleteJob, environmentAutoStopJob } from './environments.js';
 import { eventsPurgeJob, eventsRetentionJob } from './events.js';
 import { HOOK_JOB_KINDS } from './hooks.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
@@ -30,4 +31,6 @@ export const JOB_KINDS: JobKind[] = [
   createPipelineJob,
   stuckBuildsJob,
   ...HOOK_JOB_KINDS,
+  environmentAutoStopJob,
+  environmentAutoDeleteJob,
 ];

@@ -194,7 +194,12 @@ export class ProtocolClient {
   }
 
   /** POST /jobs/:id/artifacts as multipart, as the GitLab runner uploads a zip archive. */
-  async uploadArtifacts(job: JobResponse, file: string, artifact: JobArtifact, filename = 'artifacts.zip'): Promise<number> {
+  async uploadArtifacts(
+    job: JobResponse,
+    file: string,
+    artifact: JobArtifact,
+    filename = 'artifacts.zip',
+  ): Promise<number> {
     const form = new FormData();
     form.set('token', job.token);
     form.set('artifact_type', artifact.artifact_type);

@@ -279,7 +279,12 @@ async function reportFiles(dir: string, patterns: string[]): Promise<string[]> {
       if ((await fs.stat(path.join(dir, pattern)).catch(() => null))?.isFile()) files.push(pattern);
       continue;
     }
-    const matcher = new RegExp(`^${base.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+    const matcher = new RegExp(
+      `^${base
+        .split('*')
+        .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+    );
     const names = await fs.readdir(path.join(dir, parent)).catch(() => [] as string[]);
     for (const name of names.sort()) if (matcher.test(name)) files.push(path.join(parent, name));
   }

@@ -309,6 +309,20 @@ describe.skipIf(lacks(PYTHON_GITLAB))('python-gitlab 3.12, unpatched', () => {
     });
   });
 
+  it('environments and deployments: create, deploy, show the last deployment, stop, delete', async () => {
+    const out = await flow('environments.py');
+    expect(out).toEqual({
+      created: ['staging', 'staging', 'available', 'https://staging.example.com'],
+      bad_name: ['GitlabCreateError', 400],
+      deployment: [1, 'success'],
+      listed: ['staging'],
+      last_deployment: ['success', true],
+      delete_available: ['GitlabDeleteError', 403],
+      stopped: 'stopped',
+      deleted: ['GitlabGetError', 404],
+    });
+  });
+
   it('application settings, plan limits and the audit trail', async () => {
     const out = await flow('settings.py');
     expect(out).toEqual({

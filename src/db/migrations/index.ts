@@ -21,6 +21,7 @@ import * as m0019 from './0019-merge-requests.js';
 import * as m0020 from './0020-ci.js';
 import * as m0021 from './0021-pages-error-tracking.js';
 import * as m0022 from './0022-hooks-integrations.js';
+import * as m0023 from './0023-environments.js';
 
 /** Every migration in order. Names never change once landed. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +47,5 @@ export const migrations: Record<string, Migration> = {
   '0020-ci': m0020,
   '0021-pages-error-tracking': m0021,
   '0022-hooks-integrations': m0022,
+  '0023-environments': m0023,
 };

@@ -6,6 +6,7 @@ import type { Build, Pipeline, Project, Runner, User } from '../../db/schema.js'
 import { digestToken, generateToken } from '../../lib/crypto.js';
 import { getApplicationSettings, parseDuration } from '../application-settings.js';
 import { cachedLookup, type Deps } from '../deps.js';
+import { environmentJobVariables } from '../environments.js';
 import { pipelineVariables, processPipeline } from './pipelines.js';
 
 /**
@@ -178,13 +179,7 @@ export async function jobPayload(deps: Deps, build: Build, token: string, runner
     variable('CI_RUNNER_TAGS', JSON.stringify(runner.tag_list)),
     variable('CI_NODE_TOTAL', '1'),
     ...Object.entries(predefined).map(([k, v]) => variable(k, v)),
-    ...(options.environment
-      ? [
-          variable('CI_ENVIRONMENT_NAME', options.environment.name),
-          ...(options.environment.url ? [variable('CI_ENVIRONMENT_URL', options.environment.url)] : []),
-          ...(options.environment.action ? [variable('CI_ENVIRONMENT_ACTION', options.environment.action)] : []),
-        ]
-      : []),
+    ...Object.entries(await environmentJobVariables(deps.db, project, pipeline, build)).map(([k, v]) => variable(k, v)),
     ...Object.entries(options.variables ?? {}).map(([k, v]) => variable(k, v)),
     ...(pipeline.variables ?? []).map((v) => variable(v.key, v.value, false)),
   ];

@@ -57,7 +57,7 @@ export interface CiJob {
   except: string[] | null;
   /** Seconds, or null for the project's. */
   timeout: number | null;
-  environment: { name: string; url?: string; action?: string } | null;
+  environment: { name: string; url?: string; action?: string; on_stop?: string; auto_stop_in?: string } | null;
   artifacts: CiArtifacts | null;
 }
 
@@ -198,6 +198,8 @@ function environmentOf(value: unknown, where: string): CiJob['environment'] {
       name: value.name,
       ...(value.url !== undefined ? { url: String(value.url) } : {}),
       ...(action ? { action } : {}),
+      ...(value.on_stop !== undefined ? { on_stop: String(value.on_stop) } : {}),
+      ...(value.auto_stop_in !== undefined ? { auto_stop_in: String(value.auto_stop_in) } : {}),
     };
   }
   throw new ConfigError(`${where} config should be a hash or a string`);

@@ -8,6 +8,7 @@ import { readTreeEntry } from '../../git/tree.js';
 import { isValidBranchName } from '../../git/validate.js';
 import { getApplicationSettings } from '../application-settings.js';
 import type { Deps } from '../deps.js';
+import { syncPipelineDeployments } from '../environments.js';
 import { queuePipelineHooks } from '../pipeline-hooks.js';
 import { protectedBranchRules } from '../protected-branches.js';
 import { type CiConfig, type CiJob, matchRules, parseCiConfig, refsMatch } from './config.js';
@@ -419,6 +420,8 @@ export async function processPipeline(db: Executor, pipelineId: number, now: Dat
           .execute();
       }
     }
+    // Deployments follow their jobs (issue 20): the one call from CI into environments.
+    await syncPipelineDeployments(tx, pipeline, builds, now);
     const status = pipeline.yaml_errors ? 'failed' : compositeStatus(builds);
     const finished = COMPLETED_STATUSES.includes(status) || status === 'manual';
     const started = builds.some((b) => b.started_at !== null);
