@@ -258,6 +258,12 @@ async function freshMergeRequest(w: World, v: Visibility): Promise<string> {
   return String(res.body.iid);
 }
 
+/** A fresh environment of the project, made by an administrator; its id. */
+async function freshEnvironment(w: World, v: Visibility): Promise<string> {
+  const env = await adminRequest(`/projects/${w.projects[v].id}/environments`, 'POST', { name: `fresh-env-${n()}` });
+  return String(env.id);
+}
+
 /** The public project with its client key, for the error tracking collector. */
 async function collector(w: World): Promise<Values> {
   return { id: String(w.projects.public.id) };
@@ -938,6 +944,47 @@ const RULES: Record<string, Rule> = {
   // (No delivery was logged: those allowed meet 404 for the log.)
   'post /projects/:id/hooks/:hook_id/events/:hook_log_id/resend': { on: 'project', min: 'maintainer', allowed: 404 },
   'post /projects/:id/hooks/:hook_id/test/:trigger': { on: 'project', min: 'partial' },
+  // Environments and deployments (environments.rb, deployments.rb: read_environment and
+  // read_deployment for readers of the code, Developers write; as test/api/environments.test.ts).
+  'get /projects/:id/environments': { on: 'project', min: 'code' },
+  'post /projects/:id/environments': { on: 'project', min: 'developer', body: (i) => ({ name: `env-${i}` }) },
+  // Reporters are told 401 by GitLab's destroy_environment check there (module test).
+  // Environments::ScheduleToDeleteReviewAppsService answers 401 to who may not destroy
+  // environments (guests of a private project cannot read them: 403); with no stopped review app
+  // those allowed get its 400.
+  'delete /projects/:id/environments/review_apps': {
+    on: 'project',
+    min: 'developer',
+    denied: 401,
+    needsCode: true,
+    allowed: 400,
+  },
+  'post /projects/:id/environments/stop_stale': { on: 'project', min: 'partial' },
+  'get /projects/:id/environments/:environment_id': { on: 'project', min: 'code' },
+  'put /projects/:id/environments/:environment_id': {
+    on: 'project',
+    min: 'developer',
+    body: (i) => ({ external_url: `https://env${i}.example.com` }),
+  },
+  'delete /projects/:id/environments/:environment_id': {
+    on: 'project',
+    min: 'developer',
+    fresh: async (w, v) => {
+      const id = await freshEnvironment(w, v);
+      await adminRequest(`/projects/${w.projects[v].id}/environments/${id}/stop`, 'POST');
+      return { environment_id: id };
+    },
+  },
+  'post /projects/:id/environments/:environment_id/stop': {
+    on: 'project',
+    min: 'developer',
+    fresh: async (w, v) => ({ environment_id: await freshEnvironment(w, v) }),
+  },
+  'get /projects/:id/deployments': { on: 'project', min: 'code' },
+  'get /projects/:id/deployments/:deployment_id': { on: 'project', min: 'partial' },
+  'post /projects/:id/deployments': { on: 'project', min: 'partial' },
+  'put /projects/:id/deployments/:deployment_id': { on: 'project', min: 'partial' },
+  'delete /projects/:id/deployments/:deployment_id': { on: 'project', min: 'partial' },
   // Error tracking collector: authenticated by the client key (GitLab's Sentry DSN), not by users.
   'post /error_tracking/collector/api/:id/envelope': {
     on: 'none',
@@ -1164,6 +1211,7 @@ beforeAll(async () => {
       commit_message: 'CI',
     });
     const pipeline = await adminRequest(`/projects/${projects[v].id}/pipeline`, 'POST', { ref: 'matrix' });
+    world.values[`environment:${v}`] = await freshEnvironment(world, v);
     world.values[`pipeline:${v}`] = String(pipeline.id);
     const hook = await adminRequest(`/projects/${projects[v].id}/hooks`, 'POST', { url: 'https://93.184.215.14/x' });
     world.values[`hook:${v}`] = String(hook.id);
@@ -1226,6 +1274,7 @@ function fill(op: Operation, rule: Rule, visibility: Visibility, fresh: Values):
     if (name === 'trigger') return 'push_events';
     if (name === 'slug') return 'redmine';
     if (name === 'pipeline_id') return w.values[`pipeline:${visibility}`] as string;
+    if (name === 'environment_id') return w.values[`environment:${visibility}`] as string;
     return encodeURIComponent(w.values[name] ?? '1');
   });
 }
