@@ -736,7 +736,8 @@ const RULES: Record<string, Rule> = {
     min: 'developer',
     fresh: async (w, v) => ({ sha: await freshCommit(w, v, `pick-${n()}`) }),
     body: () => ({ branch: 'matrix' }),
-    // Depot asks anonymous callers to sign in first (GitLab's authorize_push_to_branch! gives 403).
+    // Anonymous callers of a public project are asked to sign in: 401, as GitLab's
+    // spec/requests/api/commits_spec.rb expects for cherry_pick and revert.
     override: { anonymous: 401 },
   },
   'post /projects/:id/repository/commits/:sha/revert': {
