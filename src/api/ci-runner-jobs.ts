@@ -7,6 +7,7 @@ import type { AppContext } from '../http/context.js';
 import { ApiError, forbidden, notFound, payloadTooLarge } from '../http/errors.js';
 import { p } from '../http/params.js';
 import type { ApiRouter, UploadedFile } from '../http/route.js';
+import { readLimited } from '../lib/streams.js';
 import {
   appendTrace,
   artifactsPath,
@@ -65,16 +66,7 @@ function requireRunning(ctx: AppContext, build: Build): void {
   }
 }
 
-async function readRaw(ctx: AppContext, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw payloadTooLarge();
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
-}
+const readRaw = (ctx: AppContext, limit: number): Promise<Buffer> => readLimited(ctx.req, limit, payloadTooLarge);
 
 export function registerRunnerJobRoutes(api: ApiRouter): void {
   api.post(

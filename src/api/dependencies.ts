@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { paramError, unauthorized } from '../http/errors.js';
 import { paginateArray } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
-import type { ApiRouter, UploadedFile } from '../http/route.js';
+import { type ApiRouter, isUploadedFile } from '../http/route.js';
 import { importAdvisories, parseAdvisoryText } from '../services/dependencies/advisories.js';
 import { projectDependencies, vulnerabilitiesOf } from '../services/dependencies/index.js';
 import { PACKAGE_MANAGERS, type PackageManager } from '../services/dependencies/lockfiles.js';
@@ -11,9 +11,6 @@ import { created, loadProject, requireAdmin } from './helpers.js';
 
 /** Advisory files up to this size are read (OSV exports of one ecosystem run to a few MiB). */
 const MAX_ADVISORY_FILE_BYTES = 64 * 1024 * 1024;
-
-const isUpload = (value: unknown): value is UploadedFile =>
-  typeof value === 'object' && value !== null && typeof (value as UploadedFile).path === 'string';
 
 /** GitLab's dependency list (ee/lib/api/dependencies.rb) and Depot's advisory import. */
 export function registerDependencyRoutes(api: ApiRouter): void {
@@ -60,7 +57,7 @@ export function registerDependencyRoutes(api: ApiRouter): void {
       requireAdmin(ctx);
       let records: unknown[] = params.advisories ?? [];
       if (params.file !== undefined) {
-        if (!isUpload(params.file)) throw paramError(['file is invalid']);
+        if (!isUploadedFile(params.file)) throw paramError(['file is invalid']);
         if (params.file.size > MAX_ADVISORY_FILE_BYTES) throw paramError(['file is too large']);
         try {
           records = records.concat(parseAdvisoryText(await fs.readFile(params.file.path, 'utf8')));

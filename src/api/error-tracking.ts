@@ -6,6 +6,7 @@ import { paginateQuery } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { parseQuery } from '../http/route.js';
+import { readLimited } from '../lib/streams.js';
 import {
   clientKeyDsn,
   collectError,
@@ -57,14 +58,7 @@ async function operationsProject(ctx: AppContext, id: string) {
 async function readBody(ctx: AppContext): Promise<Buffer> {
   const declared = Number(ctx.get('content-length') || 0);
   if (declared > MAX_EVENT_BYTES) throw payloadTooLarge();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_EVENT_BYTES) throw payloadTooLarge();
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+  return readLimited(ctx.req, MAX_EVENT_BYTES, payloadTooLarge);
 }
 
 /**

@@ -4,6 +4,7 @@ import { findOauthApplicationById } from '../db/queries/oauth.js';
 import { readBearer } from '../http/auth.js';
 import type { AppContext, AppState } from '../http/context.js';
 import { checkRateLimit, type RateLimit } from '../http/rate-limit.js';
+import { readLimited } from '../lib/streams.js';
 import { presentTokenInfo, presentTokenResponse } from '../presenters/oauth-token.js';
 import { passwordGrantEnabled } from '../services/application-settings.js';
 import type { Deps } from '../services/deps.js';
@@ -50,14 +51,12 @@ export async function limitSignIn(ctx: AppContext, login: string): Promise<void>
 /** Reads an urlencoded or JSON body into every value of each name. */
 async function readBody(ctx: AppContext): Promise<RequestParams> {
   const params: RequestParams = new Map();
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new OAuthError('invalid_request', 'The request body is too large.');
-    chunks.push(chunk as Buffer);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const body = await readLimited(
+    ctx.req,
+    MAX_BODY_BYTES,
+    () => new OAuthError('invalid_request', 'The request body is too large.'),
+  );
+  const text = body.toString('utf8');
   if (text.trim() === '') return params;
   const add = (name: string, value: string) => params.set(name, [...(params.get(name) ?? []), value]);
   if (ctx.is('json')) {

@@ -4,7 +4,7 @@ import type { AppContext } from '../http/context.js';
 import { badRequestMessage, notFound, paramError } from '../http/errors.js';
 import { paginateQuery } from '../http/pagination.js';
 import { p, pagination } from '../http/params.js';
-import type { ApiRouter, UploadedFile } from '../http/route.js';
+import { type ApiRouter, isUploadedFile } from '../http/route.js';
 import { presentPagesDomain, presentPagesDomainBasic } from '../presenters/pages-domain.js';
 import {
   countAllPagesDomains,
@@ -23,14 +23,11 @@ import { created, loadProject, noContent, requireAdmin } from './helpers.js';
 /** A certificate or key: a string field, or an uploaded file (Grape's `types: [File, String]`). */
 const material = z.unknown().optional();
 
-const isUpload = (value: unknown): value is UploadedFile =>
-  typeof value === 'object' && value !== null && typeof (value as UploadedFile).path === 'string';
-
 async function materialText(value: unknown, name: string): Promise<string | null | undefined> {
   if (value === undefined) return undefined;
   if (value === null) return null;
   if (typeof value === 'string') return value;
-  if (isUpload(value)) return fs.readFile(value.path, 'utf8');
+  if (isUploadedFile(value)) return fs.readFile(value.path, 'utf8');
   throw paramError([`${name} is invalid`]);
 }
 

@@ -139,6 +139,10 @@ export interface UploadedFile {
   path: string;
 }
 
+/** Whether a parameter is an uploaded file (a string field is not). */
+export const isUploadedFile = (value: unknown): value is UploadedFile =>
+  typeof value === 'object' && value !== null && typeof (value as UploadedFile).path === 'string';
+
 function uploadedFiles(ctx: AppContext): Params {
   const files: Params = {};
   for (const [name, value] of Object.entries(ctx.request.files ?? {})) {

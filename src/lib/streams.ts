@@ -23,3 +23,22 @@ export function sliceStream(source: Readable, start: number, end: number, stop: 
   }
   return Readable.from(slice(), { objectMode: false });
 }
+
+/**
+ * A whole body read into memory, refused with `tooLarge()` as soon as it passes `limit` bytes
+ * (nothing more is read then).
+ */
+export async function readLimited(
+  source: AsyncIterable<unknown>,
+  limit: number,
+  tooLarge: () => Error,
+): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of source) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw tooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}

@@ -6,6 +6,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Middleware } from 'koa';
 import { findProjectLfsObject, linkLfsObject } from '../db/queries/lfs.js';
 import type { AppContext, AppState } from '../http/context.js';
+import { readLimited } from '../lib/streams.js';
 import { acquireWriteLease, READ_ONLY_MESSAGE } from '../services/write-leases.js';
 import { authorizeGit, type GitAccess, GitHttpError } from './git-http.js';
 
@@ -31,15 +32,9 @@ function lfsError(ctx: AppContext, status: number, message: string, challenge = 
 }
 
 async function readJson(ctx: AppContext): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BATCH_BODY) throw new GitHttpError(413, 'Request body too large');
-    chunks.push(chunk as Buffer);
-  }
+  const body = await readLimited(ctx.req, MAX_BATCH_BODY, () => new GitHttpError(413, 'Request body too large'));
   try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    return JSON.parse(body.toString('utf8'));
   } catch {
     throw new GitHttpError(422, 'Unprocessable entity: the request body is not JSON');
   }
