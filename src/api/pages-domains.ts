@@ -7,14 +7,12 @@ import { p, pagination } from '../http/params.js';
 import { type ApiRouter, isUploadedFile } from '../http/route.js';
 import { presentPagesDomain, presentPagesDomainBasic } from '../presenters/pages-domain.js';
 import {
-  countAllPagesDomains,
-  countProjectPagesDomains,
+  countPagesDomains,
   createPagesDomain,
   deletePagesDomain,
   findPagesDomain,
   findPagesDomainByName,
-  listAllPagesDomains,
-  listProjectPagesDomains,
+  listPagesDomains,
   updatePagesDomain,
   verifyPagesDomain,
 } from '../services/pages-domains.js';
@@ -67,8 +65,8 @@ export function registerPagesDomainRoutes(api: ApiRouter): void {
         ctx,
         config.baseUrl,
         params,
-        (window) => listAllPagesDomains(db, window),
-        (limit) => countAllPagesDomains(db, limit),
+        (window) => listPagesDomains(db, undefined, window),
+        (limit) => countPagesDomains(db, undefined, limit),
       );
       ctx.body = domains.map((domain) => presentPagesDomainBasic(domain, now));
     },
@@ -90,8 +88,8 @@ export function registerPagesDomainRoutes(api: ApiRouter): void {
         ctx,
         config.baseUrl,
         params,
-        (window) => listProjectPagesDomains(db, project.id, window),
-        (limit) => countProjectPagesDomains(db, project.id, limit),
+        (window) => listPagesDomains(db, project.id, window),
+        (limit) => countPagesDomains(db, project.id, limit),
       );
       const now = clock.now();
       ctx.body = domains.map((domain) => presentPagesDomain(domain, now));

@@ -218,34 +218,23 @@ export interface Window {
   offset: number;
 }
 
-export async function listProjectPagesDomains(db: Db, projectId: number, window: Window): Promise<PagesDomain[]> {
-  return db
-    .selectFrom('pages_domains')
+/** One project's domains (by name), or with no project every domain of the instance (by id). */
+function domainsOf(db: Db, projectId: number | undefined) {
+  const all = db.selectFrom('pages_domains');
+  return projectId === undefined ? all : all.where('project_id', '=', projectId);
+}
+
+export async function listPagesDomains(db: Db, projectId: number | undefined, window: Window): Promise<PagesDomain[]> {
+  return domainsOf(db, projectId)
     .selectAll()
-    .where('project_id', '=', projectId)
-    .orderBy('domain')
+    .orderBy(projectId === undefined ? 'id' : 'domain')
     .limit(window.limit)
     .offset(window.offset)
     .execute();
 }
 
-export async function countProjectPagesDomains(db: Db, projectId: number, limit: number): Promise<number> {
-  const rows = await db
-    .selectFrom('pages_domains')
-    .select('id')
-    .where('project_id', '=', projectId)
-    .limit(limit)
-    .execute();
-  return rows.length;
-}
-
-export async function listAllPagesDomains(db: Db, window: Window): Promise<PagesDomain[]> {
-  return db.selectFrom('pages_domains').selectAll().orderBy('id').limit(window.limit).offset(window.offset).execute();
-}
-
-export async function countAllPagesDomains(db: Db, limit: number): Promise<number> {
-  const rows = await db.selectFrom('pages_domains').select('id').limit(limit).execute();
-  return rows.length;
+export async function countPagesDomains(db: Db, projectId: number | undefined, limit: number): Promise<number> {
+  return (await domainsOf(db, projectId).select('id').limit(limit).execute()).length;
 }
 
 async function verificationEnabled(deps: Deps): Promise<boolean> {
