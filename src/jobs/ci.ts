@@ -1,4 +1,5 @@
 import { findProjectById } from '../db/queries/projects.js';
+import { failpoint } from '../lib/failpoints.js';
 import { failStuckBuilds, removeExpiredArtifacts } from '../services/ci/builds.js';
 import { createPushPipeline } from '../services/ci/pipelines.js';
 import type { Deps } from '../services/deps.js';
@@ -13,6 +14,7 @@ export const createPipelineJob: JobKind = {
   kind: CREATE_PIPELINE_JOB,
   forgetDone: true,
   async run(ctx) {
+    failpoint('pipeline:after-claim');
     const { project_id, user_id, ref, before, after } = ctx.job.payload as {
       project_id: number;
       user_id: number | null;
@@ -27,6 +29,7 @@ export const createPipelineJob: JobKind = {
       : null;
     const result = await createPushPipeline(ctx.deps, project, user, ref, before, after);
     ctx.log.info({ project: project_id, ref, created: result.created }, 'push pipeline');
+    failpoint('pipeline:before-job-finish');
   },
 };
 

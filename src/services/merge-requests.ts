@@ -5,6 +5,7 @@ import {
   updateMergeRequest,
 } from '../db/queries/merge-requests.js';
 import type { MergeRequest, Project, User } from '../db/schema.js';
+import { gitText } from '../git/command.js';
 import { GitError } from '../git/errors.js';
 import { listCommits } from '../git/log.js';
 import { commitTreeId, isAncestor, mergeTree, moveRef, writeCommit } from '../git/merge.js';
@@ -13,6 +14,7 @@ import { deleteRef } from '../git/ref-write.js';
 import { readBranchTip } from '../git/repo-info.js';
 import { isValidBranchName } from '../git/validate.js';
 import { ApiError, unauthorized } from '../http/errors.js';
+import { failpoint } from '../lib/failpoints.js';
 import type { ProjectPolicy } from '../policies/abilities.js';
 import { mayMergeInto } from '../policies/merge-requests.js';
 import { type ApprovalState, approvalState } from './approvals.js';
@@ -20,9 +22,9 @@ import { syncCodeOwnerRules } from './code-owners.js';
 import type { Deps } from './deps.js';
 import { type MergeRequestAction, recordMergeRequestEvent } from './merge-request-events.js';
 import { writeMergeRequestHeadRef } from './merge-request-refresh.js';
-import { recordRefChanges } from './push-events.js';
+import { recordRefChanges, recordRefChangesWith } from './push-events.js';
 import { assertWritable } from './repository-commits.js';
-import { leasedWrite } from './write-leases.js';
+import { leasedWrite, writesInProgress } from './write-leases.js';
 
 /** GitLab answers branch validation errors of a merge request with the messages in an array. */
 const refused = (status: number, message: string) => new ApiError(status, { message: [message] });
@@ -273,6 +275,10 @@ function defaultMergeMessage(project: Project, mr: MergeRequest): string {
  * approvals, 406 when it cannot be merged (conflicts, or a fast-forward project that needs a
  * rebase), 409 when `sha` is not the head. Writes a merge commit, or moves the target for
  * fast-forward projects, with a compare-and-swap on the target branch.
+ *
+ * A merge that died (a crashed process) leaves its merge request locked: the next merge takes
+ * the lock over, and finishes the merge when its commit already reached the target branch
+ * (GitLab's StuckMergeJobsWorker), or merges again when it did not.
  */
 export const mergeMergeRequest = leasedWrite(async function mergeMergeRequest(
   deps: Deps,
@@ -284,10 +290,18 @@ export const mergeMergeRequest = leasedWrite(async function mergeMergeRequest(
 ): Promise<MergeRequest> {
   const user = policy.user as User;
   if (!(await mayMergeInto(deps, project, policy, given.target_branch))) throw unauthorized();
-  const mr = await checkMergeability(deps, project, gitDir, given);
+  let mr = await checkMergeability(deps, project, gitDir, given);
+  const deadLock = mr.state === 'locked' && (await mergeLockIsDead(deps, project, gitDir, mr));
+  if (deadLock) {
+    const finished = await finishLandedMerge(deps, project, user, gitDir, mr, input);
+    if (finished) return finished;
+    // The dead merge never moved the target: its commits are garbage, and the merge starts over.
+    if (mr.merge_commit_sha !== null || mr.squash_commit_sha !== null) {
+      mr = (await updateMergeRequest(deps.db, mr.id, { merge_commit_sha: null, squash_commit_sha: null })) ?? mr;
+    }
+  }
   const state = await approvalState(deps, project, mr, gitDir);
-  const staleLock = mr.state === 'locked' && deps.clock.now().getTime() - mr.updated_at.getTime() > STALE_MERGE_LOCK_MS;
-  if ((mr.state !== 'opened' && !staleLock) || isDraft(mr) || state.approvalsLeft > 0) {
+  if ((mr.state !== 'opened' && !deadLock) || isDraft(mr) || state.approvalsLeft > 0) {
     throw new ApiError(405, { message: '405 Method Not Allowed' });
   }
   if (mr.merge_status !== 'can_be_merged' || (await needsRebase(project, gitDir, mr))) {
@@ -299,27 +313,86 @@ export const mergeMergeRequest = leasedWrite(async function mergeMergeRequest(
   }
   assertWritable(project);
   // GitLab locks the merge request while it merges: of concurrent merges only one gets past here.
-  // A lock older than STALE_MERGE_LOCK_MS is left by a merge that died (a crashed process): it
-  // may be taken over, as GitLab's stuck merge jobs worker unlocks such merge requests.
+  // A dead lock is taken over only as it was read (a compare-and-swap on its time).
   const now = deps.clock.now();
-  const stale = new Date(now.getTime() - STALE_MERGE_LOCK_MS);
+  const lockedAt = new Date(mr.updated_at.getTime() + 1);
   const claimed = await deps.db
     .updateTable('merge_requests')
     .set({ state: 'locked', updated_at: now })
     .where('id', '=', mr.id)
     .where((eb) =>
-      eb.or([eb('state', '=', 'opened'), eb.and([eb('state', '=', 'locked'), eb('updated_at', '<', stale)])]),
+      deadLock ? eb.and([eb('state', '=', 'locked'), eb('updated_at', '<', lockedAt)]) : eb('state', '=', 'opened'),
     )
     .returning('id')
     .executeTakeFirst();
   if (!claimed) throw new ApiError(405, { message: '405 Method Not Allowed' });
+  failpoint('merge:after-lock');
+  const progress = { targetMoved: false };
   try {
-    return await performMerge(deps, project, user, gitDir, mr, input);
+    return await performMerge(deps, project, user, gitDir, mr, input, progress);
   } catch (error) {
-    await updateMergeRequest(deps.db, mr.id, { state: 'opened' });
+    // Once the target moved, the merge happened: the lock stays, with the commits recorded, for
+    // the next merge to finish it (the database may be what failed).
+    if (!progress.targetMoved) {
+      await updateMergeRequest(deps.db, mr.id, { state: 'opened', merge_commit_sha: null, squash_commit_sha: null });
+    }
     throw error;
   }
 });
+
+/**
+ * Whether a locked merge request's lock belongs to a merge that died: older than
+ * STALE_MERGE_LOCK_MS, or no other write to the repository is under way (a merge holds a write
+ * lease until it ends, and the leases of dead processes are not counted).
+ */
+async function mergeLockIsDead(deps: Deps, project: Project, gitDir: string, mr: MergeRequest): Promise<boolean> {
+  if (deps.clock.now().getTime() - mr.updated_at.getTime() > STALE_MERGE_LOCK_MS) return true;
+  // This request's own lease is one of them.
+  return (await writesInProgress(deps, project.id, gitDir)) <= 1;
+}
+
+/** The first parent of a commit, or null (a root commit). */
+async function firstParent(gitDir: string, commit: string): Promise<string | null> {
+  const out = await gitText({
+    gitDir,
+    subcommand: 'rev-parse',
+    flags: ['--verify', '-q'],
+    args: [`${commit}^1`],
+  }).catch(() => '');
+  return out.trim() || null;
+}
+
+/**
+ * Finishes the merge a dead merge left half done: when the commit it recorded before moving the
+ * target (its merge commit, else its squash commit, else the head for a fast-forward) is in the
+ * target branch, the merge happened, and what followed the ref update is done now. Null when the
+ * target does not hold it (the merge never happened).
+ */
+async function finishLandedMerge(
+  deps: Deps,
+  project: Project,
+  user: User,
+  gitDir: string,
+  mr: MergeRequest,
+  input: MergeInput,
+): Promise<MergeRequest | null> {
+  const head = mr.sha;
+  const target = await readBranchTip(gitDir, mr.target_branch);
+  if (!head || !target) return null;
+  const landed = mr.merge_commit_sha ?? mr.squash_commit_sha ?? head;
+  if (!(await isAncestor(gitDir, landed, target))) return null;
+  // The target before the merge: a merge commit's first parent; for a fast-forward, the commit
+  // the moved-to commit stands on (exact for a squash, the nearest guess otherwise).
+  const before = (await firstParent(gitDir, landed)) ?? target;
+  deps.logger.warn({ project: project.id, mr: mr.iid, commit: landed }, 'finishing a merge that a crash interrupted');
+  return completeMerge(deps, project, user, gitDir, mr, input, {
+    before,
+    after: target,
+    mergeCommit: mr.merge_commit_sha,
+    squashSha: mr.squash_commit_sha,
+    squash: mr.squash_commit_sha !== null,
+  });
+}
 
 /** The merge itself, for a merge request this request locked. */
 async function performMerge(
@@ -329,6 +402,7 @@ async function performMerge(
   gitDir: string,
   mr: MergeRequest,
   input: MergeInput,
+  progress: { targetMoved: boolean },
 ): Promise<MergeRequest> {
   const head = mr.sha as string;
   const target = await readBranchTip(gitDir, mr.target_branch);
@@ -350,6 +424,7 @@ async function performMerge(
       committer: identity,
     });
     sourceSide = squashSha;
+    failpoint('merge:after-squash-commit');
   }
   let newTip: string;
   let mergeCommit: string | null = null;
@@ -366,6 +441,13 @@ async function performMerge(
       committer: identity,
     });
     newTip = mergeCommit;
+    failpoint('merge:after-merge-commit');
+  }
+  // What is about to reach the target, recorded first (GitLab's in_progress_merge_commit_sha):
+  // after a crash, the next merge tells from it whether this one happened.
+  if (mergeCommit !== null || squashSha !== null) {
+    await updateMergeRequest(deps.db, mr.id, { merge_commit_sha: mergeCommit, squash_commit_sha: squashSha });
+    failpoint('merge:after-intent');
   }
   try {
     await moveRef(gitDir, `refs/heads/${mr.target_branch}`, newTip, target);
@@ -376,9 +458,41 @@ async function performMerge(
     }
     throw error;
   }
+  progress.targetMoved = true;
+  failpoint('merge:after-ref-update');
+  return completeMerge(deps, project, user, gitDir, mr, input, {
+    before: target,
+    after: newTip,
+    mergeCommit,
+    squashSha,
+    squash,
+  });
+}
+
+/**
+ * What follows the target's move: the merge request merged, its `merged` event and the push to
+ * the target (events, hooks, pipeline) in one transaction; then the source branch removed when
+ * asked.
+ */
+async function completeMerge(
+  deps: Deps,
+  project: Project,
+  user: User,
+  gitDir: string,
+  mr: MergeRequest,
+  input: MergeInput,
+  result: { before: string; after: string; mergeCommit: string | null; squashSha: string | null; squash: boolean },
+): Promise<MergeRequest> {
+  const head = mr.sha as string;
+  const now = deps.clock.now();
   // The commits it brought, for the changelog (GitLab's merge request diff commits).
-  const brought = await listCommits(gitDir, { include: [head], exclude: [target], maxCount: MAX_RECORDED_COMMITS });
-  const merged = await deps.db.transaction().execute(async (trx) => {
+  const brought = await listCommits(gitDir, {
+    include: [head],
+    exclude: [result.before],
+    maxCount: MAX_RECORDED_COMMITS,
+  });
+  const push = [{ ref: `refs/heads/${mr.target_branch}`, oldId: result.before, newId: result.after }];
+  const merged = await recordRefChangesWith(deps, project, user, gitDir, push, async (trx) => {
     await insertMergeRequestCommits(
       trx,
       mr,
@@ -388,28 +502,27 @@ async function performMerge(
       state: 'merged',
       merged_by_id: user.id,
       merged_at: now,
-      merge_commit_sha: mergeCommit,
-      squash_commit_sha: squashSha,
-      squash,
+      merge_commit_sha: result.mergeCommit,
+      squash_commit_sha: result.squashSha,
+      squash: result.squash,
       merge_status: 'can_be_merged',
       updated_at: now,
     })) as MergeRequest;
     await recordEvent(deps, trx, 'merged', user, row);
     return row;
   });
-  await recordRefChanges(deps, project, user, gitDir, [
-    { ref: `refs/heads/${mr.target_branch}`, oldId: target, newId: newTip },
-  ]);
+  failpoint('merge:after-db');
   const removeSource = input.shouldRemoveSourceBranch ?? mr.remove_source_branch;
   if (removeSource && mr.source_branch !== project.default_branch) {
     try {
       await deleteRef(gitDir, 'branch', mr.source_branch, head);
+      failpoint('merge:after-source-branch-removal');
       await recordRefChanges(deps, project, user, gitDir, [
         { ref: `refs/heads/${mr.source_branch}`, oldId: head, newId: '0'.repeat(head.length) },
       ]);
     } catch (error) {
-      // The source moved after the merge: it keeps the new commits.
-      if (!(error instanceof GitError && error.code === 'conflict')) throw error;
+      // The source moved after the merge (or is gone already): it keeps the new commits.
+      if (!(error instanceof GitError && (error.code === 'conflict' || error.code === 'not_found'))) throw error;
     }
   }
   return merged;

@@ -18,6 +18,9 @@ import { queuePushHooks } from './webhooks.js';
 const BULK_PUSH_THRESHOLD = 3;
 const TITLE_CHARS = 70;
 
+/** The job kind that makes a pushed ref's pipeline (src/jobs/ci.ts). */
+const CREATE_PIPELINE_JOB = 'ci_create_pipeline';
+
 const isZero = (id: string) => /^0+$/.test(id);
 
 type PushAction = 'created' | 'removed' | 'pushed';
@@ -164,9 +167,10 @@ async function recordPushEvents(
 
 /**
  * What GitLab's post-receive does for every ref change, whether from `git push` or from an API
- * write (GitLab writes those through Gitaly with the same hooks): `pushed` events and the push
- * hooks of webhooks and integrations (queued in one transaction), the project's last activity,
- * merge requests from and into the pushed branches, and upkeep of its repository.
+ * write (GitLab writes those through Gitaly with the same hooks): `pushed` events, the push
+ * hooks of webhooks and integrations and the jobs that make the pushed refs' pipelines (queued in
+ * one transaction), the project's last activity, merge requests from and into the pushed
+ * branches, and upkeep of its repository.
  */
 export async function recordRefChanges(
   deps: Deps,
@@ -175,8 +179,27 @@ export async function recordRefChanges(
   gitDir: string,
   updates: RefUpdate[],
 ): Promise<void> {
-  if (updates.length === 0) return;
-  await deps.db.transaction().execute(async (trx) => {
+  await recordRefChangesWith(deps, project, user, gitDir, updates, async () => undefined);
+}
+
+/**
+ * recordRefChanges with the caller's own database change (`change`, given the transaction) in
+ * the same transaction as the events, hooks and pipeline jobs: a merge records its merge request
+ * as merged and the push to the target branch at once, so a crash leaves both or neither.
+ */
+export async function recordRefChangesWith<T>(
+  deps: Deps,
+  project: Project,
+  user: User,
+  gitDir: string,
+  updates: RefUpdate[],
+  change: (trx: Deps['db']) => Promise<T>,
+): Promise<T> {
+  // Read before the transaction: it holds one connection and uses no other.
+  const pipelines = updates.length > 0 ? await pushPipelineJobs(deps, project, user, gitDir, updates) : [];
+  const result = await deps.db.transaction().execute(async (trx) => {
+    const own = await change(trx);
+    if (updates.length === 0) return own;
     const inTransaction = { ...deps, db: trx };
     await recordPushEvents(inTransaction, project, user, gitDir, updates);
     await queuePushHooks(
@@ -185,44 +208,44 @@ export async function recordRefChanges(
       user,
       updates.map((u) => ({ ref: u.ref, before: u.oldId, after: u.newId })),
     );
+    for (const payload of pipelines) await enqueueJob(trx, CREATE_PIPELINE_JOB, payload);
+    return own;
   });
+  if (updates.length === 0) return result;
+  // The pipeline should exist within moments of the push, not at the next poll.
+  if (pipelines.length > 0) wakeWorkers();
   await updateProject(deps.db, project.id, { last_activity_at: deps.clock.now() });
   await refreshMergeRequestsForPush(deps, project, gitDir, updates);
-  await queuePushPipelines(deps, project, user, gitDir, updates);
   // Deleting refs adds no commits to the graph.
   if (updates.some((u) => !isZero(u.newId))) await scheduleRepositoryMaintenance(deps, project.id);
+  return result;
 }
 
-/** The job kind that makes a pushed ref's pipeline (src/jobs/ci.ts). */
-const CREATE_PIPELINE_JOB = 'ci_create_pipeline';
-
 /**
- * Queues one durable job per pushed branch or tag (not deletions) that makes its pipeline from
- * the CI file: the push itself does no CI work.
+ * The payloads of the durable jobs, one per pushed branch or tag (not deletions), that make
+ * their pipelines from the CI file: the push itself does no CI work.
  */
-async function queuePushPipelines(
+async function pushPipelineJobs(
   deps: Deps,
   project: Project,
   user: User,
   gitDir: string,
   updates: RefUpdate[],
-): Promise<void> {
+): Promise<Record<string, unknown>[]> {
   const configPath = await ciConfigPath(deps, project);
-  let queued = false;
+  const payloads: Record<string, unknown>[] = [];
   for (const update of updates) {
     if (isZero(update.newId) || !describe(update)) continue;
     // No CI file at the new commit, no pipeline (and no job to find that out).
     const entry = await readTreeEntry(gitDir, update.newId, configPath).catch(() => null);
     if (entry?.type !== 'blob') continue;
-    await enqueueJob(deps.db, CREATE_PIPELINE_JOB, {
+    payloads.push({
       project_id: project.id,
       user_id: user.id,
       ref: update.ref,
       before: update.oldId,
       after: update.newId,
     });
-    queued = true;
   }
-  // The pipeline should exist within moments of the push, not at the next poll.
-  if (queued) wakeWorkers();
+  return payloads;
 }

@@ -4,6 +4,7 @@ import { Gitlab } from '@gitbeaker/rest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Project, User } from '../../src/db/schema.js';
 import { gitEnvironment } from '../../src/git/command.js';
+import { acquireWriteLease } from '../../src/services/write-leases.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import {
   makePersonas,
@@ -450,10 +451,30 @@ describe('merge locks', () => {
         .execute();
     const merge = () =>
       app.request(`/projects/${project.id}/merge_requests/1/merge`, { method: 'PUT', token: maintainer.token });
+    // Another merge under way holds the lock and a write lease on the repository.
+    const lease = await acquireWriteLease(app.deps, project, 'api');
     await lock(app.clock.now());
     expect((await merge()).status).toBe(405);
+    // Even then, a lock older than any merge is taken over.
     await lock(new Date(app.clock.now().getTime() - 60 * 60 * 1000));
-    const merged = await merge();
+    expect((await merge()).status).toBe(200);
+    await lease?.release();
+  });
+
+  it('takes over at once the lock of a merge whose process died (no write lease left)', async () => {
+    const { project } = await makeSampleProject(app, owner, { path: 'mr-dead-lock', visibility: 'private' });
+    await commit(project, 'dead-branch', 'd.txt', 'd\n', 'main');
+    const maintainer = await makeProjectMember(app, project, 'maintainer');
+    const created = await client(maintainer.token).MergeRequests.create(project.id, 'dead-branch', 'main', 'Dead');
+    await app.deps.db
+      .updateTable('merge_requests')
+      .set({ state: 'locked', updated_at: app.clock.now() })
+      .where('id', '=', created.id)
+      .execute();
+    const merged = await app.request(`/projects/${project.id}/merge_requests/1/merge`, {
+      method: 'PUT',
+      token: maintainer.token,
+    });
     expect(merged.status, merged.text).toBe(200);
     expect(merged.body.state).toBe('merged');
   });

@@ -6,6 +6,7 @@ import { commitTitle, parseCommitObject } from '../../git/commit.js';
 import { resolveCommitId } from '../../git/refs.js';
 import { readTreeEntry } from '../../git/tree.js';
 import { isValidBranchName } from '../../git/validate.js';
+import { failpoint } from '../../lib/failpoints.js';
 import { getApplicationSettings } from '../application-settings.js';
 import type { Deps } from '../deps.js';
 import { syncPipelineDeployments } from '../environments.js';
@@ -188,6 +189,7 @@ export async function createPipeline(deps: Deps, input: CreatePipelineInput): Pr
   const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
   const path = await ciConfigPath(deps, project);
   const text = await readCiFile(gitDir, sha, path);
+  failpoint('pipeline:after-config-read');
   if (text === null) return { created: false, reason: 'no_config' };
   const parsed = parseCiConfig(text);
   const isProtected = !ref.tag && (await protectedBranchRules(deps, project.id, ref.name)) !== null;
@@ -196,8 +198,14 @@ export async function createPipeline(deps: Deps, input: CreatePipelineInput): Pr
   const buildTimeout =
     Number(project.settings.build_timeout ?? DEFAULT_JOB_TIMEOUT_SECONDS) || DEFAULT_JOB_TIMEOUT_SECONDS;
 
-  return deps.db.transaction().execute(async (tx) => {
+  const result = await deps.db.transaction().execute(async (tx) => {
     const iid = await nextIid(tx, project.id);
+    // One pipeline per push: a job run again (its worker died) finds the one it made, under the
+    // project row lock nextIid took, so two runs at once cannot both make one.
+    if (input.source === 'push') {
+      const existing = await findPushPipeline(tx, project.id, ref, sha, input.beforeSha);
+      if (existing) return { created: true as const, pipeline: existing };
+    }
     const base = {
       iid,
       project_id: project.id,
@@ -236,6 +244,7 @@ export async function createPipeline(deps: Deps, input: CreatePipelineInput): Pr
       .values({ ...base, status: 'created', yaml_errors: null })
       .returningAll()
       .executeTakeFirstOrThrow();
+    failpoint('pipeline:after-pipeline-row');
     const expireIn = String(settings.values.default_artifacts_expire_in ?? '30 days');
     const kept = new Set(jobs.map((j) => j.job.name));
     await tx
@@ -275,7 +284,10 @@ export async function createPipeline(deps: Deps, input: CreatePipelineInput): Pr
         })),
       )
       .execute();
+    failpoint('pipeline:after-jobs-rows');
+    // Moves the first stage to pending and queues the pipeline hooks, in this transaction.
     await processPipeline(tx, pipeline.id, now);
+    failpoint('pipeline:after-hooks-queued');
     const fresh = await tx
       .selectFrom('ci_pipelines')
       .selectAll()
@@ -283,6 +295,28 @@ export async function createPipeline(deps: Deps, input: CreatePipelineInput): Pr
       .executeTakeFirstOrThrow();
     return { created: true as const, pipeline: fresh };
   });
+  failpoint('pipeline:after-commit');
+  return result;
+}
+
+/** The pipeline a push of `ref` from `beforeSha` to `sha` made, if any. */
+function findPushPipeline(
+  db: Executor,
+  projectId: number,
+  ref: { name: string; tag: boolean },
+  sha: string,
+  beforeSha: string,
+): Promise<Pipeline | undefined> {
+  return db
+    .selectFrom('ci_pipelines')
+    .selectAll()
+    .where('project_id', '=', projectId)
+    .where('ref', '=', ref.name)
+    .where('tag', '=', ref.tag)
+    .where('sha', '=', sha)
+    .where('before_sha', '=', beforeSha)
+    .where('source', '=', 'push')
+    .executeTakeFirst();
 }
 
 /** The pipeline for a push of one ref (the job queued by recordRefChanges runs this). */
@@ -298,16 +332,7 @@ export async function createPushPipeline(
   const tag = fullRef.startsWith('refs/tags/');
   const name = fullRef.replace(/^refs\/(heads|tags)\//, '');
   // A re-run of the same job (after a crash) finds the pipeline it made.
-  const existing = await deps.db
-    .selectFrom('ci_pipelines')
-    .selectAll()
-    .where('project_id', '=', project.id)
-    .where('ref', '=', name)
-    .where('tag', '=', tag)
-    .where('sha', '=', afterSha)
-    .where('before_sha', '=', beforeSha)
-    .where('source', '=', 'push')
-    .executeTakeFirst();
+  const existing = await findPushPipeline(deps.db, project.id, { name, tag }, afterSha, beforeSha);
   if (existing) return { created: true, pipeline: existing };
   const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
   // Annotated tags point at a tag object: the pipeline runs on its commit.
