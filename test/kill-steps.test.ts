@@ -103,7 +103,8 @@ const family = (point: string) => point.split(':')[0] as string;
 const ORDER: string[] = (() => {
   const groups = [...new Set(FAILPOINTS.map(family))].map((f) => FAILPOINTS.filter((p) => family(p) === f));
   const order: string[] = [];
-  for (let i = 0; groups.some((g) => i < g.length); i++) for (const g of groups) if (i < g.length) order.push(g[i] as string);
+  for (let i = 0; groups.some((g) => i < g.length); i++)
+    for (const g of groups) if (i < g.length) order.push(g[i] as string);
   return order;
 })();
 
@@ -183,6 +184,21 @@ function requestJob(): Promise<Answer> {
 
 let step = 0;
 
+/**
+ * What a restart finds after a kill at each merge point: the target unmoved, the target moved
+ * with the merge request still locked (the next merge finishes it), or the merge request merged.
+ * A point not listed must still meet the invariants, whichever it finds.
+ */
+const MERGE_OUTCOMES: Record<string, 'unmoved' | 'moved' | 'merged'> = {
+  'merge:after-lock': 'unmoved',
+  'merge:after-squash-commit': 'unmoved',
+  'merge:after-merge-commit': 'unmoved',
+  'merge:after-intent': 'unmoved',
+  'merge:after-ref-update': 'moved',
+  'merge:after-db': 'merged',
+  'merge:after-source-branch-removal': 'merged',
+};
+
 /** A merge (squashed, source branch removed) killed at `point`, then checked and finished. */
 async function mergeKilledAt(point: string): Promise<void> {
   step += 1;
@@ -225,6 +241,8 @@ async function mergeKilledAt(point: string): Promise<void> {
     await git(gitDir, 'merge-base', '--is-ancestor', oldMain, main);
     expect(await git(gitDir, 'show', `${main}:${file}`)).toBe(branch);
   }
+  const outcome = main === oldMain ? 'unmoved' : before.state === 'merged' ? 'merged' : 'moved';
+  expect(outcome).toBe(MERGE_OUTCOMES[point] ?? outcome);
   const again = await call('PUT', `/projects/${id}/merge_requests/${iid}/merge`);
   if (before.state === 'merged') {
     // GitLab's answer to merging a merged merge request.

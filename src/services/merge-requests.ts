@@ -24,7 +24,7 @@ import { type MergeRequestAction, recordMergeRequestEvent } from './merge-reques
 import { writeMergeRequestHeadRef } from './merge-request-refresh.js';
 import { recordRefChanges, recordRefChangesWith } from './push-events.js';
 import { assertWritable } from './repository-commits.js';
-import { leasedWrite, writesInProgress } from './write-leases.js';
+import { leasedWrite, liveWritesOfKind } from './write-leases.js';
 
 /** GitLab answers branch validation errors of a merge request with the messages in an array. */
 const refused = (status: number, message: string) => new ApiError(status, { message: [message] });
@@ -291,7 +291,7 @@ export const mergeMergeRequest = leasedWrite(async function mergeMergeRequest(
   const user = policy.user as User;
   if (!(await mayMergeInto(deps, project, policy, given.target_branch))) throw unauthorized();
   let mr = await checkMergeability(deps, project, gitDir, given);
-  const deadLock = mr.state === 'locked' && (await mergeLockIsDead(deps, project, gitDir, mr));
+  const deadLock = mr.state === 'locked' && (await mergeLockIsDead(deps, project, mr));
   if (deadLock) {
     const finished = await finishLandedMerge(deps, project, user, gitDir, mr, input);
     if (finished) return finished;
@@ -338,17 +338,17 @@ export const mergeMergeRequest = leasedWrite(async function mergeMergeRequest(
     }
     throw error;
   }
-});
+}, 'merge');
 
 /**
  * Whether a locked merge request's lock belongs to a merge that died: older than
- * STALE_MERGE_LOCK_MS, or no other write to the repository is under way (a merge holds a write
- * lease until it ends, and the leases of dead processes are not counted).
+ * STALE_MERGE_LOCK_MS, or no other merge into the repository is under way (a merge holds a
+ * `merge` write lease until it ends, and the leases of dead processes are not counted).
  */
-async function mergeLockIsDead(deps: Deps, project: Project, gitDir: string, mr: MergeRequest): Promise<boolean> {
+async function mergeLockIsDead(deps: Deps, project: Project, mr: MergeRequest): Promise<boolean> {
   if (deps.clock.now().getTime() - mr.updated_at.getTime() > STALE_MERGE_LOCK_MS) return true;
   // This request's own lease is one of them.
-  return (await writesInProgress(deps, project.id, gitDir)) <= 1;
+  return (await liveWritesOfKind(deps, project.id, 'merge')) <= 1;
 }
 
 /** The first parent of a commit, or null (a root commit). */

@@ -29,7 +29,7 @@ export const WRITE_LEASE_STALE_SECONDS = 180;
 /** This process as a lease holder: `<host>:<pid>:<nonce>` (the nonce tells a reused pid apart). */
 const HOLDER = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 
-export type WriteKind = 'push' | 'api' | 'lfs' | 'maintenance';
+export type WriteKind = 'push' | 'api' | 'lfs' | 'maintenance' | 'merge';
 
 export interface WriteLease {
   /** Ends the lease (idempotent); call it when the write has ended, however it ended. */
@@ -106,8 +106,15 @@ export async function withWriteLease<T>(
 /** A service write `(deps, project, ...)` that runs under a write lease (see withWriteLease). */
 export function leasedWrite<A extends unknown[], R>(
   write: (deps: Deps, project: Project, ...rest: A) => Promise<R>,
+  kind: WriteKind = 'api',
 ): (deps: Deps, project: Project, ...rest: A) => Promise<R> {
-  return (deps, project, ...rest) => withWriteLease(deps, project, 'api', () => write(deps, project, ...rest));
+  return (deps, project, ...rest) => withWriteLease(deps, project, kind, () => write(deps, project, ...rest));
+}
+
+/** How many writes of `kind` to the project's repository are under way (crashed ones not counted). */
+export async function liveWritesOfKind(deps: Deps, projectId: number, kind: WriteKind): Promise<number> {
+  const leases = await projectWriteLeases(deps.db, projectId);
+  return leases.filter((lease) => lease.kind === kind && !isStale(lease)).length;
 }
 
 /** A lease whose holder cannot still be writing: not renewed for long, or a dead process of this host. */

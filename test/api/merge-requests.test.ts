@@ -452,7 +452,7 @@ describe('merge locks', () => {
     const merge = () =>
       app.request(`/projects/${project.id}/merge_requests/1/merge`, { method: 'PUT', token: maintainer.token });
     // Another merge under way holds the lock and a write lease on the repository.
-    const lease = await acquireWriteLease(app.deps, project, 'api');
+    const lease = await acquireWriteLease(app.deps, project, 'merge');
     await lock(app.clock.now());
     expect((await merge()).status).toBe(405);
     // Even then, a lock older than any merge is taken over.
@@ -461,7 +461,7 @@ describe('merge locks', () => {
     await lease?.release();
   });
 
-  it('takes over at once the lock of a merge whose process died (no write lease left)', async () => {
+  it('takes over at once the lock of a merge whose process died (no merge lease left)', async () => {
     const { project } = await makeSampleProject(app, owner, { path: 'mr-dead-lock', visibility: 'private' });
     await commit(project, 'dead-branch', 'd.txt', 'd\n', 'main');
     const maintainer = await makeProjectMember(app, project, 'maintainer');
@@ -471,10 +471,13 @@ describe('merge locks', () => {
       .set({ state: 'locked', updated_at: app.clock.now() })
       .where('id', '=', created.id)
       .execute();
+    // Another write (repository maintenance, a push) under way is no merge holding the lock.
+    const other = await acquireWriteLease(app.deps, project, 'maintenance');
     const merged = await app.request(`/projects/${project.id}/merge_requests/1/merge`, {
       method: 'PUT',
       token: maintainer.token,
     });
+    await other?.release();
     expect(merged.status, merged.text).toBe(200);
     expect(merged.body.state).toBe('merged');
   });
