@@ -5,6 +5,7 @@ import { environmentAutoDeleteJob, environmentAutoStopJob } from './environments
 import { eventsPurgeJob, eventsRetentionJob } from './events.js';
 import { HOOK_JOB_KINDS } from './hooks.js';
 import { billableMembersRefreshJob, memberExpiryJob } from './members.js';
+import { removeSourceBranchJob } from './merge-requests.js';
 import { oauthPruneJob } from './oauth.js';
 import { pagesDomainsVerificationJob, pagesDomainVerifyJob } from './pages-domains.js';
 import { repositoryMaintenanceJob } from './repository-maintenance.js';
@@ -33,4 +34,5 @@ export const JOB_KINDS: JobKind[] = [
   ...HOOK_JOB_KINDS,
   environmentAutoStopJob,
   environmentAutoDeleteJob,
+  removeSourceBranchJob,
 ];

@@ -105,6 +105,11 @@ export async function deleteJob(db: Db, id: number, workerId: string): Promise<v
   await db.deleteFrom('jobs').where('id', '=', id).where('locked_by', '=', workerId).execute();
 }
 
+/** Deletes a job no worker has claimed yet (work its enqueuer did itself after all). */
+export async function deleteQueuedJob(db: Db, id: number): Promise<void> {
+  await db.deleteFrom('jobs').where('id', '=', id).where('state', '=', 'queued').execute();
+}
+
 /**
  * Puts a job back in the queue to run at `runAt`. `refundAttempt` when the job did not fail but
  * was interrupted by a shutdown.

@@ -14,6 +14,7 @@ import { deleteRef } from '../git/ref-write.js';
 import { readBranchTip } from '../git/repo-info.js';
 import { isValidBranchName } from '../git/validate.js';
 import { ApiError, unauthorized } from '../http/errors.js';
+import { deleteQueuedJob, enqueueJob } from '../jobs/queue.js';
 import { failpoint } from '../lib/failpoints.js';
 import type { ProjectPolicy } from '../policies/abilities.js';
 import { mayMergeInto } from '../policies/merge-requests.js';
@@ -492,6 +493,10 @@ async function completeMerge(
     maxCount: MAX_RECORDED_COMMITS,
   });
   const push = [{ ref: `refs/heads/${mr.target_branch}`, oldId: result.before, newId: result.after }];
+  const removeSource =
+    (input.shouldRemoveSourceBranch ?? mr.remove_source_branch) && mr.source_branch !== project.default_branch;
+  const removal = { project_id: project.id, user_id: user.id, branch: mr.source_branch, head };
+  let removalJob: number | undefined;
   const merged = await recordRefChangesWith(deps, project, user, gitDir, push, async (trx) => {
     await insertMergeRequestCommits(
       trx,
@@ -509,21 +514,43 @@ async function completeMerge(
       updated_at: now,
     })) as MergeRequest;
     await recordEvent(deps, trx, 'merged', user, row);
+    // The source branch's removal, queued with the merge: done below at once, and by the job
+    // only when this process dies before that (GitLab removes it in a worker too).
+    if (removeSource) removalJob = (await enqueueJob(trx, REMOVE_SOURCE_BRANCH_JOB, removal)).id;
     return row;
   });
   failpoint('merge:after-db');
-  const removeSource = input.shouldRemoveSourceBranch ?? mr.remove_source_branch;
-  if (removeSource && mr.source_branch !== project.default_branch) {
-    try {
-      await deleteRef(gitDir, 'branch', mr.source_branch, head);
-      failpoint('merge:after-source-branch-removal');
-      await recordRefChanges(deps, project, user, gitDir, [
-        { ref: `refs/heads/${mr.source_branch}`, oldId: head, newId: '0'.repeat(head.length) },
-      ]);
-    } catch (error) {
-      // The source moved after the merge (or is gone already): it keeps the new commits.
-      if (!(error instanceof GitError && (error.code === 'conflict' || error.code === 'not_found'))) throw error;
-    }
+  if (removeSource) {
+    await removeMergedSourceBranch(deps, project, user, gitDir, removal.branch, head);
+    if (removalJob !== undefined) await deleteQueuedJob(deps.db, removalJob);
   }
   return merged;
+}
+
+/** The job kind that removes a merged merge request's source branch (src/jobs/merge-requests.ts). */
+export const REMOVE_SOURCE_BRANCH_JOB = 'merge_request_remove_source_branch';
+
+/**
+ * Removes the source branch of a merge that asked for it, if it is still at the merged head (a
+ * branch that moved keeps its new commits; one already gone is left so), with its push event.
+ */
+export async function removeMergedSourceBranch(
+  deps: Deps,
+  project: Project,
+  user: User,
+  gitDir: string,
+  branch: string,
+  head: string,
+): Promise<void> {
+  if (!isValidBranchName(branch)) return;
+  try {
+    await deleteRef(gitDir, 'branch', branch, head);
+  } catch (error) {
+    if (error instanceof GitError && (error.code === 'conflict' || error.code === 'not_found')) return;
+    throw error;
+  }
+  failpoint('merge:after-source-branch-removal');
+  await recordRefChanges(deps, project, user, gitDir, [
+    { ref: `refs/heads/${branch}`, oldId: head, newId: '0'.repeat(head.length) },
+  ]);
 }
