@@ -55,7 +55,7 @@ type RoleName = 'guest' | 'reporter' | 'developer' | 'maintainer' | 'owner';
  *   and above on a private one (GitLab's download_code; guests are excluded on private projects);
  * - a role: members with at least that role, and administrators;
  * - `admin`: administrators only, checked before anything else (403 for every other user).
- * - `token`: authenticated by a token of its own (runner, job), never by the user: every persona,
+ * - `token`: authenticated by a token of its own (runner, job, client key), never by the user: every persona,
  *   blocked users and narrow scopes included, gets the same answer (`allowed`), as GitLab's
  *   lib/api/ci/runner.rb never loads the current user.
  */
@@ -333,7 +333,7 @@ function integrationBody(kind: IntegrationKind): Record<string, unknown> {
 const daysAgo = (days: number) => new Date(app.deps.clock.now().getTime() - days * 24 * 60 * 60 * 1000).toISOString();
 
 /** The public project with its client key, for the error tracking collector. */
-async function collector(w: World): Promise<Values> {
+function collector(w: World): Values {
   return { id: String(w.projects.public.id) };
 }
 
@@ -1169,11 +1169,13 @@ const RULES: Record<string, Rule> = {
       return { deployment_id: first };
     },
   },
-  // Error tracking collector: authenticated by the client key (GitLab's Sentry DSN), not by users.
+  // Error tracking collector: authenticated by the client key (GitLab's Sentry DSN); collector.rb
+  // never reads a user's credentials, so every persona's event is taken (200), a blocked user's too.
   'post /error_tracking/collector/api/:id/envelope': {
     on: 'none',
-    min: 'any',
-    fresh: collector,
+    min: 'token',
+    allowed: 200,
+    values: collector,
     raw: () => ({
       type: 'application/x-sentry-envelope',
       body: [{ event_id: 'a'.repeat(32) }, { type: 'event' }, SENTRY_EVENT]
@@ -1183,8 +1185,9 @@ const RULES: Record<string, Rule> = {
   },
   'post /error_tracking/collector/api/:id/store': {
     on: 'none',
-    min: 'any',
-    fresh: collector,
+    min: 'token',
+    allowed: 200,
+    values: collector,
     raw: () => ({ type: 'application/json', body: JSON.stringify(SENTRY_EVENT) }),
   },
 };
