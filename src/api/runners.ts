@@ -6,7 +6,6 @@ import { ApiError, forbidden, notFound } from '../http/errors.js';
 import { paginateQuery } from '../http/pagination.js';
 import { type Params, p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
-import { AccessLevel } from '../policies/access-levels.js';
 import { presentRunner, presentRunnerDetails, presentRunnerJob } from '../presenters/ci.js';
 import { countRunnerBuilds, runnerBuilds } from '../services/ci/builds.js';
 import {
@@ -147,7 +146,7 @@ async function beforeProject(ctx: AppContext, raw: Params): Promise<void> {
 /** Its `before { authorize! :read_group_runners, user_group }` on the group route (Maintainers). */
 async function beforeGroup(ctx: AppContext, raw: Params): Promise<void> {
   const { policy } = await loadGroup(ctx, String(raw.id));
-  if (policy.level < AccessLevel.MAINTAINER) throw forbidden();
+  policy.authorize('read_group_runners');
 }
 
 /** GitLab's authenticate_show_runner!: instance runners for every signed-in user, others for their owners. */
@@ -446,7 +445,7 @@ export function registerRunnerRoutes(api: ApiRouter): void {
     },
     async (ctx, params) => {
       const { group, policy } = await loadGroup(ctx, params.id);
-      if (policy.level < AccessLevel.MAINTAINER) throw forbidden();
+      policy.authorize('read_group_runners');
       await listPage(ctx, { kind: 'group', group }, params);
     },
   );
