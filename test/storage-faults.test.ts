@@ -50,8 +50,7 @@ const mountable = canMount();
 const NEEDS_MOUNT = `needs \`mount\` (root with CAP_SYS_ADMIN) for real read-only and full filesystems: ${mountable.reason}`;
 
 /** A tmpfs of `size` at a new directory under the scratch directory. */
-function mountTmpfs(name: string, size: string): string {
-  const dir = path.join(scratch, name);
+function mountTmpfs(name: string, size: string, dir = path.join(scratch, name)): string {
   fs.mkdirSync(dir, { recursive: true });
   const mounted = sh('mount', ['-t', 'tmpfs', '-o', `size=${size},mode=0755`, 'tmpfs', dir]);
   if (!mounted.ok) throw new Error(`mount ${dir}: ${mounted.output}`);
@@ -128,12 +127,17 @@ beforeAll(async () => {
   adminToken = await makeToken(app, admin);
 }, 60_000);
 
+function unmount(dir: string): void {
+  // Lazily if a git process still holds a file there.
+  if (!sh('umount', [dir]).ok) sh('umount', ['-l', dir]);
+  mounts.splice(mounts.indexOf(dir), 1);
+}
+
 afterAll(async () => {
+  // Always unmounted, even when a test failed; before the app removes its STORAGE_DIR, which
+  // may hold one.
+  for (const dir of [...mounts].reverse()) unmount(dir);
   await app?.close();
-  // Always unmounted, even when a test failed: lazily if a git process still holds a file there.
-  for (const dir of mounts.reverse()) {
-    if (!sh('umount', [dir]).ok) sh('umount', ['-l', dir]);
-  }
   fs.rmSync(scratch, { recursive: true, force: true });
 });
 
@@ -477,6 +481,44 @@ describe.skipIf(!mountable.ok)('storage faults', () => {
 
     await expectReadsWork(ctx, 'move');
     await expectWritesWorkAgain(ctx, clone, 'default');
+  });
+});
+
+describe.skipIf(!mountable.ok)('archive cache faults', () => {
+  it('archives are streamed without the cache when its directory is read-only or full', {
+    timeout: 60_000,
+  }, async () => {
+    const ctx = await projectOn('default', 'archived');
+    // The cache lives in STORAGE_DIR (cache/archive), apart from the repository storages: a
+    // filesystem of its own here, to make it fail alone.
+    const cacheDir = mountTmpfs('cache', '1m', path.join(app.storageDir, 'cache'));
+    try {
+      const download = async (format: string) => {
+        const res = await fetch(`${app.baseUrl}/api/v4/projects/${ctx.project.id}/repository/archive.${format}`, {
+          headers: { 'PRIVATE-TOKEN': ctx.reporter.token },
+        });
+        return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()) };
+      };
+      remount(cacheDir, 'ro');
+      const readOnly = await download('tar.gz');
+      remount(cacheDir, 'rw');
+      expect(readOnly.status).toBe(200);
+      expect(filesUnder(cacheDir)).toEqual([]);
+      const filler = fill(cacheDir);
+      const full = await download('zip');
+      fs.rmSync(filler);
+      expect(full.status).toBe(200);
+      expect(full.bytes.subarray(0, 2).toString()).toBe('PK');
+      expect(filesUnder(cacheDir)).toEqual([]);
+      // Once writable, the same archives come from the cache, byte for byte what was streamed.
+      const cached = await download('tar.gz');
+      expect(cached.status).toBe(200);
+      expect(cached.bytes.equals(readOnly.bytes)).toBe(true);
+      expect((await download('zip')).bytes.equals(full.bytes)).toBe(true);
+      expect(filesUnder(cacheDir).length).toBeGreaterThanOrEqual(2);
+    } finally {
+      unmount(cacheDir);
+    }
   });
 });
 

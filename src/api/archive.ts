@@ -10,6 +10,7 @@ import {
   streamArchive,
 } from '../git/archive.js';
 import { objectInfo } from '../git/catfile.js';
+import { probeStorageWrites } from '../git/errors.js';
 import { resolveCommitId } from '../git/refs.js';
 import { isValidRepoPath, isValidRevision } from '../git/validate.js';
 import { notModified, partialContent, rangeNotSatisfiable, requestedRange, resolveRange } from '../http/conditional.js';
@@ -19,6 +20,7 @@ import { isHotlinking } from '../http/hotlinking.js';
 import { p } from '../http/params.js';
 import { ANONYMOUS_ARCHIVE_THRESHOLD, ARCHIVE_RATE_LIMIT, checkRateLimit } from '../http/rate-limit.js';
 import type { ApiRouter } from '../http/route.js';
+import type { SharedFile } from '../lib/shared-file.js';
 import type { Deps } from '../services/deps.js';
 import { type ArchiveVariant, archiveCache, archiveKey } from '../storage/archive-cache.js';
 import { loadRepository } from './helpers.js';
@@ -130,7 +132,20 @@ async function sendArchive(ctx: AppContext, input: z.infer<typeof params>): Prom
     ctx.status = 200;
     return;
   }
-  const archive = await cache.open(project.id, variant, generate, deps.logger);
+  // The cache only saves work: when its directory refuses writes (a read-only or full
+  // filesystem) or cannot be opened, the archive is streamed without it.
+  const fault = await probeStorageWrites(cache.root);
+  if (fault) {
+    deps.logger.warn({ fault, project: project.id }, 'archive cache refuses writes; streaming without it');
+    return streamUncached(ctx, generate, project.id);
+  }
+  let archive: SharedFile;
+  try {
+    archive = await cache.open(project.id, variant, generate, deps.logger);
+  } catch (error) {
+    deps.logger.warn({ err: error, project: project.id }, 'archive cache unusable; streaming without it');
+    return streamUncached(ctx, generate, project.id);
+  }
   try {
     const wanted = requestedRange(ctx, etag);
     if (!wanted) {

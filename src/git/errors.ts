@@ -138,11 +138,24 @@ export function storageFault(error: unknown): 'read_only' | 'full' | undefined {
 }
 
 /**
- * Asks the filesystem holding `dir` whether it would take a write now, without writing: access(2)
+ * Asks the filesystem holding `target` (or, when it does not exist yet, the directory it would be
+ * made in) whether it would take a write now, without writing: access(2)
  * answers EROFS on a read-only mount (even for root), statfs tells the space left. For a push,
  * which otherwise fails deep inside git with a vaguer message.
  */
-export async function probeStorageWrites(dir: string): Promise<'read_only' | 'full' | undefined> {
+export async function probeStorageWrites(target: string): Promise<'read_only' | 'full' | undefined> {
+  // The nearest directory that exists: where the first write would go.
+  let dir = target;
+  while (
+    !(await access(dir).then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    const parent = path.dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
   try {
     await access(dir, fsConstants.W_OK);
   } catch (error) {
