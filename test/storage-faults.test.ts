@@ -491,11 +491,13 @@ describe.skipIf(!mountable.ok)('archive cache faults', () => {
     const ctx = await projectOn('default', 'archived');
     // The cache lives in STORAGE_DIR (cache/archive), apart from the repository storages: a
     // filesystem of its own here, to make it fail alone.
-    const cacheDir = mountTmpfs('cache', '1m', path.join(app.storageDir, 'cache'));
+    const cacheDir = mountTmpfs('cache', '4m', path.join(app.storageDir, 'cache'));
     try {
-      const download = async (format: string) => {
+      // GitLab limits archive downloads per user and project (5 a minute): the two halves of this
+      // test download as two users.
+      const download = async (format: string, token = ctx.reporter.token) => {
         const res = await fetch(`${app.baseUrl}/api/v4/projects/${ctx.project.id}/repository/archive.${format}`, {
-          headers: { 'PRIVATE-TOKEN': ctx.reporter.token },
+          headers: { 'PRIVATE-TOKEN': token },
         });
         return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()) };
       };
@@ -516,6 +518,29 @@ describe.skipIf(!mountable.ok)('archive cache faults', () => {
       expect(cached.bytes.equals(readOnly.bytes)).toBe(true);
       expect((await download('zip')).bytes.equals(full.bytes)).toBe(true);
       expect(filesUnder(cacheDir).length).toBeGreaterThanOrEqual(2);
+
+      // The disk fills while an archive is being cached (more than was left): the download is
+      // whole all the same, and no partial file stays in the cache.
+      const clone = path.join(scratch, 'clone-archived');
+      expect((await git(['clone', '--quiet', remoteUrl(app.baseUrl, ctx.project, credentials(ctx)), clone])).code).toBe(
+        0,
+      );
+      fs.writeFileSync(path.join(clone, 'large.bin'), randomBytes(1024 * 1024));
+      await git(['add', '.'], clone);
+      await git(['commit', '--quiet', '-m', 'large'], clone);
+      expect((await git(['push', 'origin', 'HEAD:main'], clone)).code).toBe(0);
+      const before = filesUnder(cacheDir).sort();
+      const partial = fill(cacheDir, 256 * 1024);
+      const cut = await download('tar.gz', ctx.maintainer.token);
+      fs.rmSync(partial);
+      expect(cut.status).toBe(200);
+      // Nothing partial stays in the cache; with room again, the cached archive is the same bytes.
+      expect(filesUnder(cacheDir).sort()).toEqual(before);
+      const whole = await download('tar.gz', ctx.maintainer.token);
+      expect(whole.status).toBe(200);
+      expect(whole.bytes.length).toBeGreaterThan(1024 * 1024);
+      expect(cut.bytes.equals(whole.bytes)).toBe(true);
+      expect(filesUnder(cacheDir).length).toBe(before.length + 1);
     } finally {
       unmount(cacheDir);
     }
