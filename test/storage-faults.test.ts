@@ -220,6 +220,7 @@ async function expectWritesRefused(
   message: string,
   clone: string,
   pickSha: string,
+  mergeIid: number,
 ) {
   const { project, maintainer } = ctx;
   const id = project.id;
@@ -270,6 +271,7 @@ async function expectWritesRefused(
       token,
       body: { branch: 'main' },
     }),
+    await app.request(`/projects/${id}/merge_requests/${mergeIid}/merge`, { method: 'PUT', token }),
   ];
   for (const answer of refused) {
     expect(answer.status, answer.text).toBe(503);
@@ -288,8 +290,10 @@ async function expectWritesRefused(
   });
   expect(created.status, created.text).toBe(503);
   expect(created.body).toEqual({ message });
-  // Nothing half-written: the same refs, branches, tags, events and projects.
+  // Nothing half-written: the same refs, branches, tags, events and projects; the merge request open.
   expect(await snapshot(id, ctx.gitDir)).toEqual(before);
+  const mr = await app.request(`/projects/${id}/merge_requests/${mergeIid}`, { token: adminToken });
+  expect(mr.body.state).toBe('opened');
 }
 
 /** Tree, blob, raw, archive, branches and a clone: for a Reporter, anonymously (public), over git. */
@@ -401,19 +405,38 @@ async function sideCommit(ctx: Awaited<ReturnType<typeof projectOn>>): Promise<s
   return side.body.id as string;
 }
 
+/** A merge request of the side branch into main, mergeable. */
+async function sideMergeRequest(ctx: Awaited<ReturnType<typeof projectOn>>): Promise<number> {
+  const mr = await app.request(`/projects/${ctx.project.id}/merge_requests`, {
+    method: 'POST',
+    token: ctx.maintainer.token,
+    body: { source_branch: 'side', target_branch: 'main', title: 'side' },
+  });
+  expect(mr.status, mr.text).toBe(201);
+  for (let i = 0; i < 100; i++) {
+    const state = await app.request(`/projects/${ctx.project.id}/merge_requests/${mr.body.iid}`, {
+      token: ctx.maintainer.token,
+    });
+    if (state.body.merge_status === 'can_be_merged') return mr.body.iid as number;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('the merge request never became mergeable');
+}
+
 describe.skipIf(!mountable.ok)('storage faults', () => {
   it('a read-only storage refuses every write clearly, serves every read, and takes writes again once writable', {
     timeout: 60_000,
   }, async () => {
     const ctx = await projectOn('readonly', 'on-readonly');
     const pickSha = await sideCommit(ctx);
+    const mergeIid = await sideMergeRequest(ctx);
     const clone = await cloneWithCommit(ctx.project, credentials(ctx), 'ro');
     // A move onto the read-only storage, and one off it, both of a project on default.
     const other = await projectOn('default', 'to-readonly');
     remount(roots.readonly, 'ro');
     try {
       expect(() => fs.writeFileSync(path.join(roots.readonly, 'probe'), 'x')).toThrow(/EROFS/);
-      await expectWritesRefused(ctx, 'readonly', READ_ONLY, clone, pickSha);
+      await expectWritesRefused(ctx, 'readonly', READ_ONLY, clone, pickSha, mergeIid);
       await expectReadsWork(ctx, 'ro');
       await expectSound(ctx.gitDir);
       await expectMoveFails(other, 'readonly', 'The destination storage readonly is read-only');
@@ -428,6 +451,7 @@ describe.skipIf(!mountable.ok)('storage faults', () => {
   }, async () => {
     const ctx = await projectOn('full', 'on-full');
     const pickSha = await sideCommit(ctx);
+    const mergeIid = await sideMergeRequest(ctx);
     const clone = await cloneWithCommit(ctx.project, credentials(ctx), 'full');
     // The disk fills up in the middle of a push (more than is left, though enough was left for
     // the push to begin): git fails, nothing is recorded, and the repository stays sound.
@@ -448,7 +472,7 @@ describe.skipIf(!mountable.ok)('storage faults', () => {
     const filler = fill(roots.full);
     try {
       expect(() => fs.writeFileSync(path.join(roots.full, 'probe'), 'x')).toThrow(/ENOSPC/);
-      await expectWritesRefused(ctx, 'full', FULL, clone, pickSha);
+      await expectWritesRefused(ctx, 'full', FULL, clone, pickSha, mergeIid);
       await expectSound(ctx.gitDir);
       await expectReadsWork(ctx, 'full');
     } finally {
