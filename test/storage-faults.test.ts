@@ -342,6 +342,19 @@ async function expectReadsWork(ctx: Awaited<ReturnType<typeof projectOn>>, name:
   expect(fs.existsSync(path.join(dir, 'README.md'))).toBe(true);
 }
 
+/**
+ * Readiness stays 200 (the instance serves reads, and writes to the other storages) and names the
+ * storage that refuses writes; the others are ok.
+ */
+async function expectDegraded(storage: string, message: string) {
+  const ready = await app.request('/-/readiness');
+  expect(ready.status).toBe(200);
+  expect(ready.body.status).toBe('degraded');
+  expect(ready.body.checks[`storage_${storage}`]).toEqual({ status: 'degraded', message });
+  expect(ready.body.checks.storage_default).toEqual({ status: 'ok' });
+  expect(ready.body.checks.database).toEqual({ status: 'ok' });
+}
+
 /** After the fault is gone: an API commit and a push go through, without restarting Depot. */
 async function expectWritesWorkAgain(ctx: Awaited<ReturnType<typeof projectOn>>, clone: string, storage: string) {
   const { project, maintainer } = ctx;
@@ -367,6 +380,9 @@ async function expectWritesWorkAgain(ctx: Awaited<ReturnType<typeof projectOn>>,
   });
   expect(created.status, created.text).toBe(201);
   await expectSound(ctx.gitDir);
+  const ready = await app.request('/-/readiness');
+  expect(ready.status).toBe(200);
+  expect(ready.body.status).toBe('ok');
 }
 
 /**
@@ -448,6 +464,7 @@ describe.skipIf(!mountable.ok)('storage faults', () => {
       expect(() => fs.writeFileSync(path.join(roots.readonly, 'probe'), 'x')).toThrow(/EROFS/);
       await expectWritesRefused(ctx, 'readonly', READ_ONLY, clone, pickSha, mergeIid);
       await expectReadsWork(ctx, 'ro');
+      await expectDegraded('readonly', 'storage is read-only: writes are refused');
       await expectSound(ctx.gitDir);
       await expectMoveFails(other, 'readonly', 'The destination storage readonly is read-only');
     } finally {
@@ -485,6 +502,7 @@ describe.skipIf(!mountable.ok)('storage faults', () => {
       await expectWritesRefused(ctx, 'full', FULL, clone, pickSha, mergeIid);
       await expectSound(ctx.gitDir);
       await expectReadsWork(ctx, 'full');
+      await expectDegraded('full', 'storage is full: writes are refused');
     } finally {
       fs.rmSync(filler, { force: true });
     }
