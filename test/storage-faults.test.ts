@@ -14,10 +14,11 @@ import { remoteUrl, runGitClient } from './support/git-client.js';
 
 /**
  * Storage faults (issue 23): a storage root on a real filesystem that turns read-only or fills
- * up, and a storage move whose destination fills up. Writes are refused with a clear 503 in
- * GitLab's `{"message": ...}` shape and change nothing (no commit, ref, event or row); reads go
- * on; once the storage is writable again, writes work without restarting Depot; a move that runs
- * out of space fails and leaves the project where it was.
+ * up, storage moves onto a destination that fills up or is read-only, and the archive cache's
+ * filesystem doing the same. Writes are refused with a clear 503 in GitLab's `{"message": ...}`
+ * shape and change nothing (no commit, ref, event or row); reads go on; once the storage is
+ * writable again, writes work without restarting Depot; a move that cannot write fails and leaves
+ * the project where it was; archives are served whole whatever their cache does.
  *
  * The faults are real: each storage root is a tmpfs mounted for the test (`mount -o remount,ro`
  * for read-only, filled to ENOSPC for full). Running as root, chmod stops no write, so a mount is
