@@ -42,6 +42,7 @@ import { registerTokenRoutes } from './api/tokens.js';
 import { registerUserLifecycleRoutes } from './api/user-lifecycle.js';
 import { registerUserRoutes } from './api/users.js';
 import { registerVersionRoutes } from './api/version.js';
+import { probeStorageWrites } from './git/errors.js';
 import type { AppState } from './http/context.js';
 import { Metrics } from './http/metrics.js';
 import { errorHandler, exactJsonType, requestContext } from './http/middleware.js';
@@ -150,7 +151,7 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
         return;
       case '/-/readiness':
         ctx.body = await readiness(deps);
-        if (ctx.body && (ctx.body as { status: string }).status !== 'ok') ctx.status = 503;
+        if (ctx.body && (ctx.body as { status: string }).status === 'failed') ctx.status = 503;
         return;
       case '/-/metrics':
         ctx.type = metrics.registry.contentType;
@@ -196,7 +197,11 @@ export function createApp(deps: Deps, options: CreateAppOptions = {}): Koa<AppSt
   return app;
 }
 
-/** Readiness: the database answers and every storage root is a writable directory. */
+/**
+ * Readiness: the database answers and every storage root is a directory. A storage that refuses
+ * writes (mounted read-only, or full) is `degraded`, not failed: its reads go on, and so does
+ * everything on the other storages, so the instance stays in service (200) and says which.
+ */
 async function readiness(deps: Deps) {
   const checks: Record<string, { status: string; message?: string }> = {};
   try {
@@ -206,13 +211,26 @@ async function readiness(deps: Deps) {
     checks.database = { status: 'failed', message: 'database unreachable' };
   }
   for (const name of deps.storages.names()) {
+    const root = deps.storages.root(name);
+    const fault = (await fs.stat(root).then(
+      (stat) => stat.isDirectory(),
+      () => false,
+    ))
+      ? await probeStorageWrites(root)
+      : undefined;
+    if (fault) {
+      const state = fault === 'read_only' ? 'read-only' : 'full';
+      checks[`storage_${name}`] = { status: 'degraded', message: `storage is ${state}: writes are refused` };
+      continue;
+    }
     try {
-      await fs.access(deps.storages.root(name), fs.constants.W_OK);
+      await fs.access(root, fs.constants.W_OK);
       checks[`storage_${name}`] = { status: 'ok' };
     } catch {
       checks[`storage_${name}`] = { status: 'failed', message: 'storage root not writable' };
     }
   }
-  const ok = Object.values(checks).every((c) => c.status === 'ok');
-  return { status: ok ? 'ok' : 'failed', checks };
+  const statuses = Object.values(checks).map((c) => c.status);
+  const status = statuses.includes('failed') ? 'failed' : statuses.includes('degraded') ? 'degraded' : 'ok';
+  return { status, checks };
 }

@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import { PassThrough, type Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
 import { findProjectLfsObject } from '../db/queries/lfs.js';
 import type { Project } from '../db/schema.js';
@@ -10,6 +12,7 @@ import {
   streamArchive,
 } from '../git/archive.js';
 import { objectInfo } from '../git/catfile.js';
+import { probeStorageWrites, storageFault } from '../git/errors.js';
 import { resolveCommitId } from '../git/refs.js';
 import { isValidRepoPath, isValidRevision } from '../git/validate.js';
 import { notModified, partialContent, rangeNotSatisfiable, requestedRange, resolveRange } from '../http/conditional.js';
@@ -19,6 +22,7 @@ import { isHotlinking } from '../http/hotlinking.js';
 import { p } from '../http/params.js';
 import { ANONYMOUS_ARCHIVE_THRESHOLD, ARCHIVE_RATE_LIMIT, checkRateLimit } from '../http/rate-limit.js';
 import type { ApiRouter } from '../http/route.js';
+import type { Generated, SharedFile } from '../lib/shared-file.js';
 import type { Deps } from '../services/deps.js';
 import { type ArchiveVariant, archiveCache, archiveKey } from '../storage/archive-cache.js';
 import { loadRepository } from './helpers.js';
@@ -130,7 +134,24 @@ async function sendArchive(ctx: AppContext, input: z.infer<typeof params>): Prom
     ctx.status = 200;
     return;
   }
-  const archive = await cache.open(project.id, variant, generate, deps.logger);
+  // The cache only saves work: when its directory refuses writes (a read-only or full
+  // filesystem) or cannot be opened, the archive is streamed without it.
+  const fault = await probeStorageWrites(cache.root);
+  if (fault) {
+    deps.logger.warn({ fault, project: project.id }, 'archive cache refuses writes; streaming without it');
+    return streamUncached(ctx, generate, project.id);
+  }
+  let archive: SharedFile;
+  let settle: (result: Generated) => void = () => {};
+  const produced = new Promise<Generated>((resolve) => {
+    settle = resolve;
+  });
+  try {
+    archive = await cache.open(project.id, variant, generate, deps.logger, settle);
+  } catch (error) {
+    deps.logger.warn({ err: error, project: project.id }, 'archive cache unusable; streaming without it');
+    return streamUncached(ctx, generate, project.id);
+  }
   try {
     const wanted = requestedRange(ctx, etag);
     if (!wanted) {
@@ -138,7 +159,10 @@ async function sendArchive(ctx: AppContext, input: z.infer<typeof params>): Prom
       // (a generation that fails before it is still GitLab's 404).
       await archive.started();
       const size = await archive.size();
-      ctx.body = archive.read();
+      ctx.body =
+        size === null && archive.origin === 'miss'
+          ? readResuming(archive, generate, produced, deps, project.id)
+          : archive.read();
       if (size !== null) ctx.length = size;
       return;
     }
@@ -159,6 +183,65 @@ async function sendArchive(ctx: AppContext, input: z.infer<typeof params>): Prom
     deps.logger.warn({ err: error, project: project.id }, 'archive generation failed');
     throw notFound('File');
   }
+}
+
+/**
+ * The bytes of an archive this request is generating into the cache. When the cache's
+ * filesystem refuses the rest part-way (it filled up, or turned read-only), the rest comes from
+ * a generation of this request's own: git writes the same bytes for the same commit, prefix and
+ * format, so the bytes already sent are skipped and the client gets the whole archive. Any other
+ * failure (git itself failed or was killed) cuts the download off, as before.
+ */
+function readResuming(
+  archive: SharedFile,
+  generate: () => ArchiveStream,
+  produced: Promise<Generated>,
+  deps: Deps,
+  projectId: number,
+): Readable {
+  const out = new PassThrough();
+  const cached = archive.read();
+  let sent = 0;
+  let again: ArchiveStream | undefined;
+  cached.on('data', (chunk: Buffer) => {
+    sent += chunk.length;
+  });
+  cached.pipe(out, { end: false });
+  cached.once('end', () => out.end());
+  cached.once('error', async (error) => {
+    cached.unpipe(out);
+    // The reader learns of the failure from the file; why it failed, from the producer.
+    const result = await produced;
+    if (out.destroyed) return;
+    if (result.ok || !storageFault(result.error)) {
+      out.destroy(error);
+      return;
+    }
+    deps.logger.warn({ err: error, project: projectId, sent }, 'cached archive failed part-way; generating the rest');
+    again = generate();
+    let skip = sent;
+    const rest = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        if (skip >= chunk.length) {
+          skip -= chunk.length;
+          return callback();
+        }
+        const tail = chunk.subarray(skip);
+        skip = 0;
+        callback(null, tail);
+      },
+    });
+    const generation = again;
+    pipeline(generation.stream, rest, out).catch((failure: unknown) => {
+      deps.logger.warn({ err: failure, project: projectId }, 'archive stream failed');
+      generation.kill();
+    });
+  });
+  out.once('close', () => {
+    cached.destroy();
+    again?.kill();
+  });
+  return out;
 }
 
 /** ARCHIVE_CACHE_MAX=0: every download runs its own generation, streamed as git writes it. */

@@ -49,12 +49,9 @@ const infoSchema = z
 async function authenticateJob(ctx: AppContext, id: number, token: string | undefined): Promise<Build> {
   const given = token ?? ctx.get('JOB-TOKEN');
   const build = given ? await findBuildByToken(ctx.state.deps, given) : undefined;
-  if (!build || build.id !== id) {
-    // GitLab answers an unknown job 404 and a wrong token 401/403; both stop the runner.
-    const exists = await ctx.state.deps.db.selectFrom('ci_builds').select('id').where('id', '=', id).executeTakeFirst();
-    if (!exists) throw notFound();
-    throw forbidden();
-  }
+  // GitLab's authenticate_job! answers 403 to an unknown job as to a wrong token, never 404: a
+  // 404 can come from anywhere on the way, a 403 tells the runner to stop the job.
+  if (!build || build.id !== id) throw forbidden();
   return build;
 }
 
@@ -74,6 +71,7 @@ export function registerRunnerJobRoutes(api: ApiRouter): void {
     {
       summary: 'A runner asks for a job',
       tags: TAGS,
+      credentials: false,
       params: z.object({
         token: p.string(),
         system_id: p.string().optional(),
@@ -102,9 +100,11 @@ export function registerRunnerJobRoutes(api: ApiRouter): void {
     {
       summary: "A runner updates a job's state",
       tags: TAGS,
+      credentials: false,
       params: z.object({
         id: p.id(),
-        token: p.string().optional(),
+        // runner.rb `requires :token` here (the other job routes also take the JOB-TOKEN header).
+        token: p.string(),
         state: p.enum(['pending', 'running', 'success', 'failed']).optional(),
         exit_code: p.int().optional(),
         failure_reason: p.string().optional(),
@@ -133,6 +133,7 @@ export function registerRunnerJobRoutes(api: ApiRouter): void {
     {
       summary: "A runner appends to a job's log",
       tags: TAGS,
+      credentials: false,
       rawBody: true,
       params: z.object({ id: p.id(), token: p.string().optional() }),
     },
@@ -163,6 +164,7 @@ export function registerRunnerJobRoutes(api: ApiRouter): void {
     {
       summary: "A runner uploads a job's artifacts",
       tags: TAGS,
+      credentials: false,
       params: z.object({
         id: p.id(),
         token: p.string().optional(),
@@ -212,6 +214,7 @@ export function registerRunnerJobRoutes(api: ApiRouter): void {
     {
       summary: "A runner downloads a job's artifacts (dependencies)",
       tags: TAGS,
+      credentials: false,
       params: z.object({ id: p.id(), token: p.string().optional(), direct_download: p.bool().optional() }),
     },
     async (ctx, params) => {

@@ -185,6 +185,8 @@ export function registerErrorTrackingRoutes(api: ApiRouter): void {
   api.post(
     '/error_tracking/collector/api/:id/envelope',
     {
+      // Authenticated by the client key alone: collector.rb never reads a user's credentials.
+      credentials: false,
       summary: 'Error SDK events (envelope)',
       rawBody: true,
       tags: ['error_tracking'],
@@ -219,6 +221,8 @@ export function registerErrorTrackingRoutes(api: ApiRouter): void {
   api.post(
     '/error_tracking/collector/api/:id/store',
     {
+      // Authenticated by the client key alone: collector.rb never reads a user's credentials.
+      credentials: false,
       summary: 'Error SDK events (store)',
       rawBody: true,
       tags: ['error_tracking'],

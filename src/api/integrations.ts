@@ -1,7 +1,8 @@
 import { z } from 'zod';
+import type { Project } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
 import { notFound } from '../http/errors.js';
-import { p } from '../http/params.js';
+import { type Params, p } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { presentIntegration, presentIntegrationBasic } from '../presenters/integration.js';
 import {
@@ -19,12 +20,27 @@ import {
 } from '../services/integrations.js';
 import { loadProject, noContent } from './helpers.js';
 
+/** The project each request found, so that the check before the parameters is not made twice. */
+const checked = new WeakMap<AppContext, Project>();
+
 /** The project, for maintainers and owners (GitLab's `authorize_admin_project`). */
-async function adminProject(ctx: AppContext, id: string) {
+async function adminProject(ctx: AppContext, id: string): Promise<Project> {
+  const found = checked.get(ctx);
+  if (found) return found;
   const loaded = await loadProject(ctx, id);
   loaded.policy.authorize('admin_project');
+  checked.set(ctx, loaded.project);
   return loaded.project;
 }
+
+/**
+ * integrations.rb's `before { authorize_admin_project }` runs before Grape validates the
+ * parameters: whoever may not administer the project gets 403 (404 when they cannot see it),
+ * never a 400 about the body.
+ */
+const before = async (ctx: AppContext, raw: Params) => {
+  await adminProject(ctx, String(raw.id));
+};
 
 function fieldSchema(field: IntegrationField): z.ZodType {
   if (field.type === 'boolean') return p.bool().optional();
@@ -59,7 +75,7 @@ export function registerIntegrationRoutes(api: ApiRouter): void {
   for (const path of ['integrations', 'services']) {
     api.get(
       `/projects/:id/${path}`,
-      { summary: 'List all active integrations', auth: 'required', params: z.object({ id: p.string() }), tags },
+      { summary: 'List all active integrations', auth: 'required', before, params: z.object({ id: p.string() }), tags },
       async (ctx, params) => {
         const project = await adminProject(ctx, params.id);
         const rows = await listActiveIntegrations(ctx.state.deps, project.id);
@@ -73,7 +89,13 @@ export function registerIntegrationRoutes(api: ApiRouter): void {
     for (const kind of INTEGRATION_KINDS.values()) {
       api.put(
         `/projects/:id/${path}/${kind.slug}`,
-        { summary: `Create or edit the ${kind.title} integration`, auth: 'required', params: putSchema(kind), tags },
+        {
+          summary: `Create or edit the ${kind.title} integration`,
+          auth: 'required',
+          before,
+          params: putSchema(kind),
+          tags,
+        },
         async (ctx, params) => {
           const project = await adminProject(ctx, String(params.id));
           const saved = await saveIntegration(ctx.state.deps, project, kind, params as Record<string, unknown>);
@@ -84,7 +106,7 @@ export function registerIntegrationRoutes(api: ApiRouter): void {
 
     api.get(
       `/projects/:id/${path}/:slug`,
-      { summary: 'Get the settings of an integration', auth: 'required', params: slugParams, tags },
+      { summary: 'Get the settings of an integration', auth: 'required', before, params: slugParams, tags },
       async (ctx, params) => {
         const project = await adminProject(ctx, params.id);
         const kind = kindOf(params.slug);
@@ -96,7 +118,7 @@ export function registerIntegrationRoutes(api: ApiRouter): void {
 
     api.delete(
       `/projects/:id/${path}/:slug`,
-      { summary: 'Disable an integration and forget its settings', auth: 'required', params: slugParams, tags },
+      { summary: 'Disable an integration and forget its settings', auth: 'required', before, params: slugParams, tags },
       async (ctx, params) => {
         const project = await adminProject(ctx, params.id);
         const kind = kindOf(params.slug);

@@ -294,6 +294,8 @@ export function registerPipelineRoutes(api: ApiRouter): void {
     {
       summary: "A project's jobs",
       tags: TAGS,
+      // jobs.rb: `before { authenticate! }` for every project job route, public projects too.
+      auth: 'required',
       params: z.object({ id: p.string(), scope: scopeList, ...pagination() }),
     },
     async (ctx, params) => {
@@ -318,7 +320,7 @@ export function registerPipelineRoutes(api: ApiRouter): void {
 
   api.get(
     '/projects/:id/jobs/:job_id',
-    { summary: 'A job', tags: TAGS, params: z.object({ id: p.string(), job_id: p.id() }) },
+    { summary: 'A job', tags: TAGS, auth: 'required', params: z.object({ id: p.string(), job_id: p.id() }) },
     async (ctx, params) => {
       const { project, policy } = await loadProject(ctx, params.id);
       authorize(policy, 'read_build');
@@ -329,7 +331,7 @@ export function registerPipelineRoutes(api: ApiRouter): void {
 
   api.get(
     '/projects/:id/jobs/:job_id/trace',
-    { summary: "A job's log", tags: TAGS, params: z.object({ id: p.string(), job_id: p.id() }) },
+    { summary: "A job's log", tags: TAGS, auth: 'required', params: z.object({ id: p.string(), job_id: p.id() }) },
     async (ctx, params) => {
       const { project, policy } = await loadProject(ctx, params.id);
       authorize(policy, 'read_build');
@@ -380,7 +382,12 @@ export function registerPipelineRoutes(api: ApiRouter): void {
           if (archived || build.status !== 'manual') throw new ApiError(400, { message: 'Unplayable Job' });
           result = await playBuild(deps, build, user);
         }
-        created(ctx, (await presentJobs(ctx, [result]))[0]);
+        const body = (await presentJobs(ctx, [result]))[0];
+        // jobs.rb answers a played job `status 200`; cancel and retry are POST's 201.
+        if (action === 'play') {
+          ctx.status = 200;
+          ctx.body = body;
+        } else created(ctx, body);
       },
     );
   }

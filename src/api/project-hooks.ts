@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import type { Project } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
 import { recordNotFound } from '../http/errors.js';
 import { paginateArray, paginateQuery } from '../http/pagination.js';
-import { p, pagination } from '../http/params.js';
+import { type Params, p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
 import { presentHookDelivery, presentProjectHook } from '../presenters/project-hook.js';
 import {
@@ -58,12 +59,27 @@ function hookInput(params: Record<string, unknown>): HookInput {
   };
 }
 
+/** The project each request found, so that the check before the parameters is not made twice. */
+const checked = new WeakMap<AppContext, Project>();
+
 /** The project, for maintainers and owners (GitLab's `authorize_admin_project`). */
-async function adminProject(ctx: AppContext, id: string) {
+async function adminProject(ctx: AppContext, id: string): Promise<Project> {
+  const found = checked.get(ctx);
+  if (found) return found;
   const loaded = await loadProject(ctx, id);
   loaded.policy.authorize('admin_project');
+  checked.set(ctx, loaded.project);
   return loaded.project;
 }
+
+/**
+ * project_hooks.rb's `before { authorize_admin_project }` runs before Grape validates the
+ * parameters: whoever may not administer the project gets 403 (404 when they cannot see it),
+ * never a 400 about the hook's parameters.
+ */
+const before = async (ctx: AppContext, raw: Params) => {
+  await adminProject(ctx, String(raw.id));
+};
 
 async function loadHook(ctx: AppContext, id: string, hookId: number) {
   const project = await adminProject(ctx, id);
@@ -78,7 +94,13 @@ export function registerProjectHookRoutes(api: ApiRouter): void {
 
   api.get(
     '/projects/:id/hooks',
-    { summary: 'List project hooks', auth: 'required', params: z.object({ id: p.string(), ...pagination() }), tags },
+    {
+      summary: 'List project hooks',
+      auth: 'required',
+      before,
+      params: z.object({ id: p.string(), ...pagination() }),
+      tags,
+    },
     async (ctx, params) => {
       const project = await adminProject(ctx, params.id);
       const hooks = await listHooks(ctx.state.deps, project.id);
@@ -88,7 +110,7 @@ export function registerProjectHookRoutes(api: ApiRouter): void {
 
   api.get(
     '/projects/:id/hooks/:hook_id',
-    { summary: 'Get a project hook', auth: 'required', params: hookParams, tags },
+    { summary: 'Get a project hook', auth: 'required', before, params: hookParams, tags },
     async (ctx, params) => {
       const { hook } = await loadHook(ctx, params.id, params.hook_id);
       ctx.body = presentProjectHook(hook);
@@ -100,6 +122,7 @@ export function registerProjectHookRoutes(api: ApiRouter): void {
     {
       summary: 'Add a project hook',
       auth: 'required',
+      before,
       params: z.object({ id: p.string(), url: p.string(), ...hookProperties }),
       tags,
     },
@@ -115,6 +138,7 @@ export function registerProjectHookRoutes(api: ApiRouter): void {
     {
       summary: 'Edit a project hook',
       auth: 'required',
+      before,
       params: z.object({ id: p.string(), hook_id: p.id(), url: p.string().optional(), ...hookProperties }),
       tags,
     },
@@ -126,7 +150,7 @@ export function registerProjectHookRoutes(api: ApiRouter): void {
 
   api.delete(
     '/projects/:id/hooks/:hook_id',
-    { summary: 'Delete a project hook', auth: 'required', params: hookParams, tags },
+    { summary: 'Delete a project hook', auth: 'required', before, params: hookParams, tags },
     async (ctx, params) => {
       const { hook } = await loadHook(ctx, params.id, params.hook_id);
       await deleteHook(ctx.state.deps, hook);
@@ -139,6 +163,7 @@ export function registerProjectHookRoutes(api: ApiRouter): void {
     {
       summary: 'List the deliveries of a project hook of the last 7 days, newest first',
       auth: 'required',
+      before,
       params: z.object({
         id: p.string(),
         hook_id: p.id(),
@@ -171,6 +196,7 @@ export function registerProjectHookRoutes(api: ApiRouter): void {
     {
       summary: 'Send a logged delivery of a project hook again',
       auth: 'required',
+      before,
       params: z.object({ id: p.string(), hook_id: p.id(), hook_log_id: p.id() }),
       tags,
     },
@@ -188,6 +214,7 @@ export function registerProjectHookRoutes(api: ApiRouter): void {
     {
       summary: 'Send a test event to a project hook',
       auth: 'required',
+      before,
       params: z.object({ id: p.string(), hook_id: p.id(), trigger: p.enum(TEST_TRIGGERS) }),
       tags,
     },

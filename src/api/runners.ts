@@ -4,9 +4,8 @@ import type { Runner } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
 import { ApiError, forbidden, notFound } from '../http/errors.js';
 import { paginateQuery } from '../http/pagination.js';
-import { p, pagination } from '../http/params.js';
+import { type Params, p, pagination } from '../http/params.js';
 import type { ApiRouter } from '../http/route.js';
-import { AccessLevel } from '../policies/access-levels.js';
 import { presentRunner, presentRunnerDetails, presentRunnerJob } from '../presenters/ci.js';
 import { countRunnerBuilds, runnerBuilds } from '../services/ci/builds.js';
 import {
@@ -134,6 +133,22 @@ async function loadRunner(ctx: AppContext, id: number): Promise<Runner> {
   return runner;
 }
 
+/**
+ * runners.rb's `before { authorize! :read_project_runners, user_project }` on its project routes
+ * (Maintainers), ahead of the parameters: others get 403 (404 when they cannot see the project)
+ * whatever they sent.
+ */
+async function beforeProject(ctx: AppContext, raw: Params): Promise<void> {
+  const { policy } = await loadProject(ctx, String(raw.id));
+  policy.authorize('admin_project');
+}
+
+/** Its `before { authorize! :read_group_runners, user_group }` on the group route (Maintainers). */
+async function beforeGroup(ctx: AppContext, raw: Params): Promise<void> {
+  const { policy } = await loadGroup(ctx, String(raw.id));
+  policy.authorize('read_group_runners');
+}
+
 /** GitLab's authenticate_show_runner!: instance runners for every signed-in user, others for their owners. */
 async function authorizeShow(ctx: AppContext, runner: Runner): Promise<void> {
   const user = currentUser(ctx);
@@ -156,6 +171,7 @@ export function registerRunnerRoutes(api: ApiRouter): void {
     {
       summary: 'Register a runner with a registration token',
       tags: TAGS,
+      credentials: false,
       params: z.object({
         token: p.string(),
         info: z
@@ -181,7 +197,12 @@ export function registerRunnerRoutes(api: ApiRouter): void {
 
   api.delete(
     '/runners',
-    { summary: 'Delete a runner by its authentication token', tags: TAGS, params: z.object({ token: p.string() }) },
+    {
+      summary: 'Delete a runner by its authentication token',
+      tags: TAGS,
+      credentials: false,
+      params: z.object({ token: p.string() }),
+    },
     async (ctx, params) => {
       const runner = await findRunnerByToken(ctx.state.deps, params.token);
       if (!runner) throw forbidden();
@@ -195,6 +216,7 @@ export function registerRunnerRoutes(api: ApiRouter): void {
     {
       summary: "Verify a runner's authentication token",
       tags: TAGS,
+      credentials: false,
       params: z.object({ token: p.string(), system_id: p.string().optional() }),
     },
     async (ctx, params) => {
@@ -330,6 +352,7 @@ export function registerRunnerRoutes(api: ApiRouter): void {
       summary: "A project's runners",
       tags: TAGS,
       auth: 'required',
+      before: beforeProject,
       params: z.object({
         id: p.string(),
         ...filterParams,
@@ -349,6 +372,7 @@ export function registerRunnerRoutes(api: ApiRouter): void {
       summary: 'Enable a runner in a project',
       tags: TAGS,
       auth: 'required',
+      before: beforeProject,
       params: z.object({ id: p.string(), runner_id: p.id() }),
     },
     async (ctx, params) => {
@@ -377,6 +401,7 @@ export function registerRunnerRoutes(api: ApiRouter): void {
       summary: 'Disable a runner in a project',
       tags: TAGS,
       auth: 'required',
+      before: beforeProject,
       params: z.object({ id: p.string(), runner_id: p.id() }),
     },
     async (ctx, params) => {
@@ -415,11 +440,12 @@ export function registerRunnerRoutes(api: ApiRouter): void {
       summary: "A group's runners, with its ancestors' and the instance's",
       tags: TAGS,
       auth: 'required',
+      before: beforeGroup,
       params: z.object({ id: p.string(), ...filterParams }),
     },
     async (ctx, params) => {
       const { group, policy } = await loadGroup(ctx, params.id);
-      if (policy.level < AccessLevel.MAINTAINER) throw forbidden();
+      policy.authorize('read_group_runners');
       await listPage(ctx, { kind: 'group', group }, params);
     },
   );

@@ -1,3 +1,7 @@
+import { constants as fsConstants, statfsSync } from 'node:fs';
+import { access, statfs } from 'node:fs/promises';
+import path from 'node:path';
+
 /** Errors of the repository engine. Git's stderr is classified here and nowhere else. */
 export type GitErrorCode =
   | 'not_found'
@@ -6,6 +10,8 @@ export type GitErrorCode =
   | 'repository_missing'
   | 'conflict'
   | 'git_missing'
+  | 'storage_read_only'
+  | 'storage_full'
   | 'failed';
 
 export class GitError extends Error {
@@ -61,8 +67,38 @@ const NOT_FOUND_PATTERNS = [
   /ambiguous argument/,
 ];
 
+/** What a failed write says when its filesystem refuses it (git runs in the C locale: strerror's English). */
+const READ_ONLY_PATTERN = /Read-only file system/;
+const FULL_PATTERN = /No space left on device|Disk quota exceeded/;
+
+/**
+ * A failed write whose message names the file but not the reason: git's ref backend says only
+ * "couldn't write '<lock>'" when a write (not the open) fails, which is how a full disk shows.
+ */
+const WRITE_FAILED_AT = /couldn't write '([^']+)'/;
+/** Below this much free space where a write failed, the storage counts as full. */
+const FULL_BELOW_BYTES = 64 * 1024;
+
+/** Whether the filesystem holding `file` has (next to) no space left for this process. */
+function outOfSpaceAt(file: string): boolean {
+  try {
+    const stats = statfsSync(path.dirname(file));
+    // root may use the blocks reserved for it; others only the available ones.
+    const blocks = process.getuid?.() === 0 ? stats.bfree : stats.bavail;
+    return blocks * stats.bsize < FULL_BELOW_BYTES;
+  } catch {
+    return false;
+  }
+}
+
 /** Turns a failed git run into a typed error. */
 export function classifyGitFailure(args: readonly string[], exitCode: number | null, stderr: string): GitError {
+  // A storage that refuses writes is the cause, whatever else git went on to complain about.
+  if (READ_ONLY_PATTERN.test(stderr))
+    return new GitError('storage_read_only', 'repository storage is read-only', stderr);
+  if (FULL_PATTERN.test(stderr)) return new GitError('storage_full', 'repository storage is full', stderr);
+  const unwritten = WRITE_FAILED_AT.exec(stderr)?.[1];
+  if (unwritten && outOfSpaceAt(unwritten)) return new GitError('storage_full', 'repository storage is full', stderr);
   if (/not a git repository/i.test(stderr)) {
     return new GitError('repository_missing', 'repository not found', stderr);
   }
@@ -76,4 +112,62 @@ export function classifyGitFailure(args: readonly string[], exitCode: number | n
     return new GitError('conflict', 'reference changed concurrently', stderr);
   }
   return new GitError('failed', `git ${args[0] ?? ''} exited with ${exitCode}`, stderr);
+}
+
+/** errno codes of a filesystem that refuses writes. */
+const READ_ONLY_ERRNO = new Set(['EROFS']);
+const FULL_ERRNO = new Set(['ENOSPC', 'EDQUOT']);
+
+/**
+ * Whether `error` (a git failure, or a Node fs error, possibly as the `cause` of another) means
+ * the storage refuses writes: mounted read-only, or out of space or quota. Undefined otherwise.
+ */
+export function storageFault(error: unknown): 'read_only' | 'full' | undefined {
+  for (let e = error, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    if (e instanceof GitError) {
+      if (e.code === 'storage_read_only') return 'read_only';
+      if (e.code === 'storage_full') return 'full';
+    }
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string') {
+      if (READ_ONLY_ERRNO.has(code)) return 'read_only';
+      if (FULL_ERRNO.has(code)) return 'full';
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Asks the filesystem holding `target` (or, when it does not exist yet, the directory it would be
+ * made in) whether it would take a write now, without writing: access(2)
+ * answers EROFS on a read-only mount (even for root), statfs tells the space left. For a push,
+ * which otherwise fails deep inside git with a vaguer message.
+ */
+export async function probeStorageWrites(target: string): Promise<'read_only' | 'full' | undefined> {
+  // The nearest directory that exists: where the first write would go.
+  let dir = target;
+  while (
+    !(await access(dir).then(
+      () => true,
+      () => false,
+    ))
+  ) {
+    const parent = path.dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+  try {
+    await access(dir, fsConstants.W_OK);
+  } catch (error) {
+    const fault = storageFault(error);
+    if (fault) return fault;
+  }
+  try {
+    const stats = await statfs(dir);
+    const blocks = process.getuid?.() === 0 ? stats.bfree : stats.bavail;
+    if (blocks * stats.bsize < FULL_BELOW_BYTES) return 'full';
+  } catch {
+    // no answer: let the write itself tell
+  }
+  return undefined;
 }

@@ -106,10 +106,20 @@ async function sideCommit(gitDir: string, tree: string, parent: string | null): 
     )
   )
     return id;
-  await fs.mkdir(dir, { recursive: true });
+  // Not recursive (objects/ is there): Node's recursive mkdir reports a read-only filesystem as
+  // ENOENT, which would hide the storage fault from the error mapping.
+  await fs.mkdir(dir).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EEXIST') throw error;
+  });
   const temporary = path.join(dir, `tmp_obj_${process.pid}_${randomBytes(6).toString('hex')}`);
-  await fs.writeFile(temporary, deflateSync(object), { mode: 0o444 });
-  await fs.rename(temporary, file);
+  try {
+    await fs.writeFile(temporary, deflateSync(object), { mode: 0o444 });
+    await fs.rename(temporary, file);
+  } catch (error) {
+    // A full storage: leave no half-written object file behind.
+    await fs.rm(temporary, { force: true });
+    throw error;
+  }
   return id;
 }
 

@@ -1,10 +1,12 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { createDirs } from '../storage/copy.js';
 import { runGit } from './command.js';
 
 /** Creates an empty bare repository whose HEAD points at `defaultBranch`. */
 export async function initBareRepository(repoPath: string, defaultBranch: string): Promise<void> {
-  await fs.mkdir(path.dirname(repoPath), { recursive: true });
+  // One level at a time: Node's recursive mkdir reports a read-only storage as ENOENT.
+  await createDirs(path.dirname(repoPath));
   await runGit({
     subcommand: 'init',
     flags: ['--bare', '--quiet', `--initial-branch=${defaultBranch}`],

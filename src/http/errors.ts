@@ -71,4 +71,14 @@ export const payloadTooLarge = () => new ApiError(413, { message: '413 Request E
 
 export const unsupportedMediaType = () => new ApiError(415, { message: '415 Unsupported Media Type' });
 
+/**
+ * A repository storage that refuses writes (mounted read-only, or full). GitLab answers Gitaly's
+ * resource exhaustion with 503 and a message; this is the same kind of fault: the server's, not
+ * the request's, and over once an operator acts, so clients that retry 503 may retry.
+ */
+export const STORAGE_READ_ONLY_MESSAGE = 'The repository storage is read-only. Please try again later.';
+export const STORAGE_FULL_MESSAGE = 'The repository storage is full. Please try again later.';
+export const storageUnavailable = (fault: 'read_only' | 'full') =>
+  new ApiError(503, { message: fault === 'read_only' ? STORAGE_READ_ONLY_MESSAGE : STORAGE_FULL_MESSAGE });
+
 export const internalError = () => new ApiError(500, { message: '500 Internal Server Error' });

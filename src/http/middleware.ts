@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { GitError } from '../git/errors.js';
+import { GitError, storageFault } from '../git/errors.js';
 import type { AppState } from './context.js';
-import { ApiError } from './errors.js';
+import { ApiError, storageUnavailable } from './errors.js';
 import type { Metrics } from './metrics.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -88,6 +88,12 @@ function toResponse(error: unknown): { status: number; body: unknown; headers: R
     if (error.code === 'timeout') {
       return { status: 503, body: { message: '503 Service Unavailable' }, headers: {} };
     }
+  }
+  // A storage mounted read-only or out of space, met by git or by our own file writes.
+  const fault = storageFault(error);
+  if (fault) {
+    const answer = storageUnavailable(fault);
+    return { status: answer.status, body: answer.body, headers: answer.headers };
   }
   // PostgreSQL's data exceptions (class 22: a number out of its column's range, text it cannot
   // store) come from values the client sent that the parameter checks let through: the client's

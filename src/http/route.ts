@@ -6,7 +6,7 @@ import { koaBody } from 'koa-body';
 import qs from 'qs';
 import { z } from 'zod';
 import { getApplicationSettings } from '../services/application-settings.js';
-import { API_SCOPES, type ScopeRule } from '../services/auth.js';
+import { ANONYMOUS, API_SCOPES, type ScopeRule } from '../services/auth.js';
 import { instanceWritable, READ_ONLY_API_MESSAGE } from '../services/instance-access.js';
 import { authenticate } from './auth.js';
 import type { AppContext, AppState } from './context.js';
@@ -29,6 +29,18 @@ export interface RouteOptions<S extends z.ZodType> {
   admin?: boolean;
   /** Scopes this endpoint accepts besides `api` and `read_api` (e.g. `read_user`). */
   scopes?: readonly ScopeRule[];
+  /**
+   * `false` for endpoints authenticated by a token of their own (runner, job): user credentials
+   * are not read at all, as GitLab's lib/api/ci/runner.rb never loads `current_user`; a blocked
+   * user's or a narrowly scoped token is then the same as none.
+   */
+  credentials?: false;
+  /**
+   * An authorization that runs before the parameters are validated, as a Grape `before` block
+   * (`before { authorize_admin_project }`) does: a caller who may not use the endpoint gets 403
+   * or 404 whatever the parameters. It receives the raw parameters (path ones are strings).
+   */
+  before?: (ctx: AppContext, raw: Params) => Promise<void>;
   /** Handles its own body (streams): no body parsing. */
   rawBody?: boolean;
   tags?: string[];
@@ -258,13 +270,14 @@ export class ApiRouter {
       // GitLab's HandleMalformedStrings middleware: no valid request holds a NUL or a lone
       // surrogate (PostgreSQL text can hold neither).
       if (ctx.path.includes('\0') || hasMalformedString(raw)) throw badRequest();
-      ctx.state.actor = await authenticate(ctx, raw, rules, auth);
+      ctx.state.actor = options.credentials === false ? ANONYMOUS : await authenticate(ctx, raw, rules, auth);
       if (options.admin && !ctx.state.actor.user) throw unauthorized();
       if (options.admin && !ctx.state.actor.user?.admin) throw forbidden();
       // Maintenance mode leaves the API read-only for everyone but administrators.
       if (method !== 'get' && !(await instanceWritable(ctx.state.deps, ctx.state.actor.user ?? null))) {
         throw new ApiError(403, { message: READ_ONLY_API_MESSAGE });
       }
+      if (options.before) await options.before(ctx, raw);
       const params = validateParams(schema, raw);
       await handler(ctx, params);
     });

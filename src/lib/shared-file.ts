@@ -101,8 +101,9 @@ async function readClaim(lock: string): Promise<{ claim: Claim; touchedMs: numbe
 /** Puts a claim into place whole, or returns false when another one is there. */
 async function publishClaim(lock: string, claim: Claim): Promise<boolean> {
   const temp = `${lock}.${claim.nonce}.tmp`;
-  await fs.writeFile(temp, JSON.stringify(claim), { mode: PART_MODE });
   try {
+    // Inside the try: a write that fails (a full disk) leaves its empty file to remove too.
+    await fs.writeFile(temp, JSON.stringify(claim), { mode: PART_MODE });
     await fs.link(temp, lock);
     return true;
   } catch (error) {

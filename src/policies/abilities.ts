@@ -26,7 +26,8 @@ export type GroupAbility =
   | 'create_subgroup'
   | 'create_projects'
   | 'read_member'
-  | 'admin_member';
+  | 'admin_member'
+  | 'read_group_runners';
 
 /**
  * The pure rule table for projects: what a user with `level` on `project` may do.
@@ -87,6 +88,9 @@ export function groupAllows(
     case 'remove_group':
     case 'admin_member':
       return level >= AccessLevel.OWNER;
+    // GroupPolicy enables read_group_runners for Maintainers (runners.rb's group list).
+    case 'read_group_runners':
+      return level >= AccessLevel.MAINTAINER;
     case 'create_subgroup':
       return level >= (SUBGROUP_CREATION_LEVELS[group.subgroup_creation_level] ?? AccessLevel.OWNER);
     case 'create_projects':

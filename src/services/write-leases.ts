@@ -28,6 +28,8 @@ export const WRITE_LEASE_STALE_SECONDS = 180;
 
 /** This process as a lease holder: `<host>:<pid>:<nonce>` (the nonce tells a reused pid apart). */
 const HOLDER = `${os.hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+/** Numbers this process's acquisitions: each lease's holder is `<HOLDER>:<n>`, unique to it. */
+let acquisitions = 0;
 
 export type WriteKind = 'push' | 'api' | 'lfs' | 'maintenance' | 'merge';
 
@@ -47,42 +49,58 @@ export async function acquireWriteLease(
   project: Pick<Project, 'id' | 'repository_storage'>,
   kind: WriteKind,
 ): Promise<WriteLease | null> {
-  const id = await insertWriteLease(deps.db, {
-    projectId: project.id,
-    storage: project.repository_storage,
-    holder: HOLDER,
-    kind,
-  });
+  const holder = `${HOLDER}:${++acquisitions}`;
+  let id: number | undefined;
+  try {
+    id = await insertWriteLease(deps.db, { projectId: project.id, storage: project.repository_storage, holder, kind });
+  } catch (error) {
+    // The database went away with the insert under way: it may have committed with its answer
+    // lost. A lease nobody releases would hold storage moves back until it went stale.
+    retryRelease(deps, holder, Date.now() + WRITE_LEASE_STALE_SECONDS * 1000);
+    throw error;
+  }
   if (id === undefined) return null;
-  await clearCrashedWrites(deps, project.id, deps.storages.repositoryPath(project.repository_storage, project.id), id);
+  const leaseId = id;
   const timer = setInterval(() => {
-    renewWriteLease(deps.db, id).catch((error: unknown) =>
+    renewWriteLease(deps.db, leaseId).catch((error: unknown) =>
       deps.logger.warn({ err: error, project: project.id }, 'could not renew a write lease'),
     );
   }, WRITE_LEASE_RENEW_MS);
   timer.unref();
   let released: Promise<void> | undefined;
-  return {
+  const lease: WriteLease = {
     release: () => {
       clearInterval(timer);
-      released ??= deleteWriteLease(deps.db, id).catch((error: unknown) => {
+      released ??= deleteWriteLease(deps.db, holder).catch((error: unknown) => {
         deps.logger.warn({ err: error, project: project.id }, 'could not release a write lease');
         // The database was away (a restart): this live process's lease would hold storage moves
         // back until it went stale, so it is released again in the background once it is back.
-        retryRelease(deps, id, Date.now() + WRITE_LEASE_STALE_SECONDS * 1000);
+        retryRelease(deps, holder, Date.now() + WRITE_LEASE_STALE_SECONDS * 1000);
       });
       return released;
     },
   };
+  try {
+    await clearCrashedWrites(
+      deps,
+      project.id,
+      deps.storages.repositoryPath(project.repository_storage, project.id),
+      id,
+    );
+  } catch (error) {
+    await lease.release();
+    throw error;
+  }
+  return lease;
 }
 
 /** How often a lease the database could not delete is tried again. */
 const RELEASE_RETRY_MS = 1_000;
 
-function retryRelease(deps: Deps, id: number, until: number): void {
+function retryRelease(deps: Deps, holder: string, until: number): void {
   if (Date.now() > until) return;
   const timer = setTimeout(() => {
-    deleteWriteLease(deps.db, id).catch(() => retryRelease(deps, id, until));
+    deleteWriteLease(deps.db, holder).catch(() => retryRelease(deps, holder, until));
   }, RELEASE_RETRY_MS);
   timer.unref();
 }

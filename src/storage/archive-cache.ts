@@ -7,7 +7,7 @@ import { Counter } from 'prom-client';
 import type { Config } from '../config.js';
 import { ARCHIVE_EXTENSIONS, type ArchiveFormat, type ArchiveStream } from '../git/archive.js';
 import type { Metrics } from '../http/metrics.js';
-import { isWorkFile, openFinished, openShared, type SharedFile } from '../lib/shared-file.js';
+import { type Generated, isWorkFile, openFinished, openShared, type SharedFile } from '../lib/shared-file.js';
 
 /**
  * Generated archives, kept under STORAGE_DIR/cache/archive/<project id>/<key>.<ext> as GitLab
@@ -98,6 +98,8 @@ export class ArchiveCache {
     variant: ArchiveVariant,
     generate: () => ArchiveStream,
     logger: Logger,
+    /** Told how the generation ended, when this call started it (origin `miss`). */
+    onSettled?: (result: Generated) => void,
   ): Promise<SharedFile> {
     const file = this.file(projectId, variant);
     const shared = await openShared(file, {
@@ -111,6 +113,7 @@ export class ArchiveCache {
         }
       },
       settled: (result) => {
+        onSettled?.(result);
         if (!result.ok) {
           logger.warn({ err: result.error, project: projectId }, 'archive generation failed');
           return;

@@ -15,6 +15,7 @@ import {
 import type { Namespace, Project, StorageMove, StorageMoveContainer } from '../db/schema.js';
 import { evictRepository } from '../git/catfile.js';
 import { runGit } from '../git/command.js';
+import { storageFault } from '../git/errors.js';
 import { writeLeftovers } from '../git/locks.js';
 import { isValidStorageName } from '../git/validate.js';
 import { enqueueJob } from '../jobs/queue.js';
@@ -297,13 +298,24 @@ export async function runMove(deps: Deps, moveId: number, options: RunMoveOption
       await replicate(deps, current, log, options.signal);
     } catch (error) {
       if (error instanceof MoveInterrupted) throw error;
-      const message = error instanceof Error ? error.message : String(error);
+      const message = moveFailureMessage(current, error);
       log.error({ err: error }, 'repository storage move failed');
       await failMove(deps, current, message, log);
       return;
     }
   }
   await cleanup(deps, (await findMove(deps.db, moveId)) as StorageMove, log);
+}
+
+/**
+ * What a failed move tells the administrator: a destination that refused the copy (read-only,
+ * full) said plainly instead of the errno text of whichever file it refused.
+ */
+function moveFailureMessage(move: StorageMove, error: unknown): string {
+  const fault = storageFault(error);
+  if (fault === 'full') return `The destination storage ${move.destination_storage_name} is full`;
+  if (fault === 'read_only') return `The destination storage ${move.destination_storage_name} is read-only`;
+  return error instanceof Error ? error.message : String(error);
 }
 
 /**
@@ -525,7 +537,8 @@ async function replicate(deps: Deps, move: StorageMove, log: Logger, signal: Abo
 
   // Copy (the repository and the LFS objects side by side), each file fsynced.
   await fs.rm(paths.tmp, { recursive: true, force: true });
-  await fs.mkdir(paths.tmpLfs, { recursive: true });
+  // One level at a time: Node's recursive mkdir reports a read-only destination as ENOENT.
+  await createDirs(paths.tmpLfs);
   const mode = storageMoveTransferMode();
   let repoDone = 0;
   let lfsDone = 0;

@@ -6,6 +6,7 @@ import { createGunzip } from 'node:zlib';
 import type { Middleware } from 'koa';
 import { findUserByIdOrUsername } from '../db/queries/users.js';
 import type { Namespace, Project, User } from '../db/schema.js';
+import { probeStorageWrites } from '../git/errors.js';
 import { readBranchTip, setHeadBranch } from '../git/repo-info.js';
 import {
   advertiseRefs,
@@ -17,7 +18,7 @@ import {
   serviceHeader,
 } from '../git/smart-http.js';
 import type { AppContext, AppState } from '../http/context.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError, storageUnavailable } from '../http/errors.js';
 import { loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import { AccessLevel } from '../policies/access-levels.js';
 import { canDeleteProtectedBranch } from '../policies/branch-protection.js';
@@ -162,6 +163,11 @@ export async function authorizeGit(ctx: AppContext, fullPath: string, service: G
     if (project.repository_read_only) throw new GitHttpError(403, MESSAGES.readOnly);
   }
   const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
+  if (push) {
+    // A storage mounted read-only or full: said plainly before git starts, as the API says it.
+    const fault = await probeStorageWrites(gitDir);
+    if (fault) throw new GitHttpError(503, storageUnavailable(fault).message);
+  }
   return { project, namespace, policy, user, gitDir };
 }
 

@@ -202,7 +202,16 @@ describe('the runner protocol as the GitLab runner speaks it', () => {
     const put = (body: Record<string, unknown>, id = job.id) =>
       app.request(`/jobs/${id}`, { method: 'PUT', body: { token: job.token, ...body } });
     expect((await put({ state: 'exploded' })).status).toBe(400);
-    expect((await put({ state: 'success' }, 999999)).status).toBe(404);
+    // An unknown job is 403 as a wrong token is (runner.rb authenticate_job!: never 404).
+    expect((await put({ state: 'success' }, 999999)).status).toBe(403);
+    // A user's credentials mean nothing to the runner protocol: the token is still missing.
+    const userOnly = await app.request(`/jobs/${job.id}`, {
+      method: 'PUT',
+      token: ownerToken,
+      body: { state: 'success' },
+    });
+    expect(userOnly.status).toBe(400);
+    expect(userOnly.body).toEqual({ error: 'token is missing' });
     const noRange = await fetch(`${app.baseUrl}/api/v4/jobs/${job.id}/trace`, {
       method: 'PATCH',
       headers: { 'JOB-TOKEN': job.token },

@@ -38,8 +38,9 @@ export async function renewWriteLease(db: Db, id: number): Promise<void> {
     .execute();
 }
 
-export async function deleteWriteLease(db: Db, id: number): Promise<void> {
-  await db.deleteFrom('repository_write_leases').where('id', '=', id).execute();
+/** Ends a lease by its holder, unique to one acquisition (so a lease whose insert answer was lost can end too). */
+export async function deleteWriteLease(db: Db, holder: string): Promise<void> {
+  await db.deleteFrom('repository_write_leases').where('holder', '=', holder).execute();
 }
 
 /** The project's leases with the seconds since each was last renewed (by the database's clock). */
