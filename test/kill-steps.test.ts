@@ -18,7 +18,8 @@ import { type ServerProcess, startServerProcess, tempStorageDir } from './suppor
  * must show nothing lost, nothing done twice and nothing stuck:
  * - a merge: the target at its old tip (the merge request open, and merging again merges it) or
  *   at a merge holding the source (the merge request merged, at once or when merged again);
- *   one merge commit, one `merged` event, one push event; `git fsck` clean; the target writable.
+ *   one merge commit, one `merged` event, one push event; the source branch removed with one
+ *   push event; `git fsck` clean; the target writable.
  * - a push's pipeline: exactly one pipeline for the pushed commit once its job ran again, with
  *   all its jobs, and a runner gets its first job.
  * Under DATABASE_URL the database is external (a private cluster of the same PostgreSQL) and
@@ -285,6 +286,15 @@ async function mergeKilledAt(point: string): Promise<void> {
   await until('the source branch removed', async () =>
     (await call('GET', `/projects/${id}/repository/branches/${branch}`)).status === 404 ? true : undefined,
   );
+  // With its one push event, even when the process died between the removal and its event.
+  const removals = async () =>
+    (
+      (await call('GET', `/projects/${id}/events?action=pushed&per_page=100`)).body as {
+        push_data: { action: string; ref: string };
+      }[]
+    ).filter((e) => e.push_data.action === 'removed' && e.push_data.ref === branch);
+  await until('the removal event', async () => ((await removals()).length > 0 ? true : undefined));
+  expect(await removals()).toHaveLength(1);
   // Nothing stuck: no lock or lease keeps the target from the next write.
   const next = await call('POST', `/projects/${id}/repository/commits`, {
     branch: 'main',

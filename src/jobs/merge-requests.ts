@@ -4,8 +4,8 @@ import type { JobKind } from './worker.js';
 
 /**
  * Removes a merged merge request's source branch when the merge asked for it and its process
- * died before doing so itself (queued in the merge's transaction; the merge deletes the job
- * once it removed the branch).
+ * died before doing so itself, or records the removal's push event when it died just after
+ * (queued in the merge's transaction; the merge deletes the job once it removed the branch).
  */
 export const removeSourceBranchJob: JobKind = {
   kind: REMOVE_SOURCE_BRANCH_JOB,
@@ -21,7 +21,7 @@ export const removeSourceBranchJob: JobKind = {
     const user = await ctx.deps.db.selectFrom('users').selectAll().where('id', '=', user_id).executeTakeFirst();
     if (!project || !user) return;
     const gitDir = ctx.deps.storages.repositoryPath(project.repository_storage, project.id);
-    await removeMergedSourceBranch(ctx.deps, project, user, gitDir, branch, head);
+    await removeMergedSourceBranch(ctx.deps, project, user, gitDir, branch, head, { afterCrash: true });
     ctx.log.info({ project: project_id, branch }, 'removed the source branch of a merge');
   },
 };

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import {
   findOpenMergeRequest,
   insertMergeRequest,
@@ -541,16 +542,38 @@ export async function removeMergedSourceBranch(
   gitDir: string,
   branch: string,
   head: string,
+  options: { afterCrash?: boolean } = {},
 ): Promise<void> {
   if (!isValidBranchName(branch)) return;
+  const removal = [{ ref: `refs/heads/${branch}`, oldId: head, newId: '0'.repeat(head.length) }];
   try {
     await deleteRef(gitDir, 'branch', branch, head);
   } catch (error) {
-    if (error instanceof GitError && (error.code === 'conflict' || error.code === 'not_found')) return;
-    throw error;
+    if (!(error instanceof GitError && (error.code === 'conflict' || error.code === 'not_found'))) throw error;
+    // After a crash, a branch already gone may be the merge's own removal whose push event the
+    // crash lost: recorded now, unless an event of that removal exists.
+    if (options.afterCrash && (await readBranchTip(gitDir, branch)) === null) {
+      if (!(await removalRecorded(deps, project.id, branch, head))) {
+        await recordRefChanges(deps, project, user, gitDir, removal);
+      }
+    }
+    return;
   }
   failpoint('merge:after-source-branch-removal');
-  await recordRefChanges(deps, project, user, gitDir, [
-    { ref: `refs/heads/${branch}`, oldId: head, newId: '0'.repeat(head.length) },
-  ]);
+  await recordRefChanges(deps, project, user, gitDir, removal);
+}
+
+/** Whether a `pushed` event records the removal of `branch` from `head`. */
+async function removalRecorded(deps: Deps, projectId: number, branch: string, head: string): Promise<boolean> {
+  const row = await deps.db
+    .selectFrom('events')
+    .select('id')
+    .where('project_id', '=', projectId)
+    .where('action', '=', 'pushed')
+    .where(sql<boolean>`push_data->>'action' = 'removed'`)
+    .where(sql<boolean>`push_data->>'ref_type' = 'branch'`)
+    .where(sql<boolean>`push_data->>'ref' = ${branch}`)
+    .where(sql<boolean>`push_data->>'commit_from' = ${head}`)
+    .executeTakeFirst();
+  return row !== undefined;
 }
