@@ -1,3 +1,4 @@
+import { ownBytes, ownString } from '../lib/own.js';
 import { GIT_TIMEOUT_MS, gitEnvironment } from './command.js';
 import { classifyGitFailure, GitError, InvalidArgumentError } from './errors.js';
 import { type Launched, launch } from './launcher.js';
@@ -247,19 +248,6 @@ const CACHE_INFOS = 50_000;
 const CACHE_ENTRY_OVERHEAD = 256;
 
 /**
- * The bytes of `data` in a buffer of their own. A small buffer from Buffer.concat or
- * Buffer.allocUnsafe is a slice of Node's shared 8 KiB pool, and a slice keeps its whole pool
- * slab alive: a cached 250-byte commit held 8 KiB (the load benchmark saw the workers' memory
- * climb by about 0.7 MiB a minute each from this alone, far past what CACHE_BYTES counts).
- */
-function ownBytes(data: Buffer): Buffer {
-  if (data.byteOffset === 0 && data.byteLength === data.buffer.byteLength) return data;
-  const copy = Buffer.allocUnsafeSlow(data.byteLength);
-  data.copy(copy);
-  return copy;
-}
-
-/**
  * What the batch processes answered about immutable revisions, per repository: the object a
  * revision names, and the contents of small objects by id. Objects never change, so a warm small
  * read (a tree or blob at a commit id, a blob by id) costs no round trip to git. Only objects
@@ -276,7 +264,7 @@ class ObjectCache {
     let repo = this.repos.get(gitDir);
     if (!repo) {
       repo = { infos: new Map(), objects: new Map() };
-      this.repos.set(gitDir, repo);
+      this.repos.set(ownString(gitDir), repo);
     }
     return repo;
   }
@@ -289,7 +277,7 @@ class ObjectCache {
     if (!IMMUTABLE_REV.test(rev)) return;
     const { infos } = this.repo(gitDir);
     if (infos.has(rev)) return;
-    infos.set(rev, info);
+    infos.set(ownString(rev), { ...info, oid: ownString(info.oid) });
     this.infoCount += 1;
     // Too many: forget every answer about revisions (each costs one round trip to ask again).
     if (this.infoCount > CACHE_INFOS) {
@@ -306,7 +294,8 @@ class ObjectCache {
     if (object.size > CACHE_OBJECT_BYTES) return;
     const { objects } = this.repo(gitDir);
     if (objects.has(object.oid)) return;
-    objects.set(object.oid, { ...object, data: ownBytes(object.data) });
+    const oid = ownString(object.oid);
+    objects.set(oid, { ...object, oid, data: ownBytes(object.data) });
     this.bytes += object.size + CACHE_ENTRY_OVERHEAD;
     // Too big: other repositories lose their objects first, then this one its oldest.
     for (const dir of this.repos.keys()) {
