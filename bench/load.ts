@@ -244,7 +244,12 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
 
     const counts: Record<string, number> = {};
     const failures: string[] = [];
-    const acknowledged = new Map<string, string>();
+    // Each acknowledged commit and push, in the order its client made them.
+    const acknowledged: { branch: string; sha: string }[] = [];
+    // Each client writes to two branches of its own, so that the repository's refs stay as many
+    // through the run; LOAD_NEW_BRANCHES=1 makes a new branch for every write instead (4,000 and more
+    // by the end of 10 minutes, which every branch listing and clone then carries).
+    const newBranches = process.env.LOAD_NEW_BRANCHES === '1';
     const request = async (c: number, what: string, method: string, route: string, body?: unknown, ok = [200, 201]) => {
       const res = await fetch(`${api}${route}`, {
         method,
@@ -263,6 +268,8 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
     const client = async (c: number) => {
       const work = path.join(scratch, `client-${c}`);
       let cloned = false;
+      let apiBranchMade = false;
+      let pushBranchMade = false;
       const archives: number[] = [];
       while (Date.now() < stopAt) {
         const roll = Math.random();
@@ -280,14 +287,17 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
             ];
             await request(c, 'read', 'GET', routes[n % routes.length] as string);
           } else if (roll < 0.6) {
-            const branch = `api-${c}-${n}`;
+            const branch = newBranches ? `api-${c}-${n}` : `api-${c}`;
             const res = await request(c, 'write', 'POST', `/projects/${id}/repository/commits`, {
               branch,
-              start_branch: 'main',
-              commit_message: branch,
-              actions: [{ action: 'create', file_path: `${branch}.txt`, content: `${n}\n` }],
+              ...(newBranches || !apiBranchMade ? { start_branch: 'main' } : {}),
+              commit_message: `api-${c}-${n}`,
+              actions: [{ action: 'create', file_path: `api-${c}-${n}.txt`, content: `${n}\n` }],
             });
-            if (res.status === 201) acknowledged.set(branch, JSON.parse(Buffer.from(res.body).toString()).id);
+            if (res.status === 201) {
+              acknowledged.push({ branch, sha: JSON.parse(Buffer.from(res.body).toString()).id });
+              apiBranchMade = true;
+            }
           } else if (roll < 0.7 && archives.filter((t) => t > Date.now() - 60_000).length < 5) {
             archives.push(Date.now());
             await request(c, 'archive', 'GET', `/projects/${id}/repository/archive.tar.gz?sha=main`);
@@ -301,14 +311,15 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
               counts.clone = (counts.clone ?? 0) + 1;
               cloned = true;
             } else {
-              const branch = `push-${c}-${n}`;
-              await git(work, 'checkout', '-q', '-B', branch, 'origin/main');
-              fs.writeFileSync(path.join(work, `${branch}.txt`), `${n}\n`);
+              const branch = newBranches ? `push-${c}-${n}` : `push-${c}`;
+              if (newBranches || !pushBranchMade) await git(work, 'checkout', '-q', '-B', branch, 'origin/main');
+              fs.writeFileSync(path.join(work, `push-${c}-${n}.txt`), `${n}\n`);
               await git(work, 'add', '.');
-              await git(work, 'commit', '-q', '-m', branch);
+              await git(work, 'commit', '-q', '-m', `push-${c}-${n}`);
               const sha = (await git(work, 'rev-parse', 'HEAD')).stdout.trim();
               await git(work, 'push', '-q', 'origin', `${branch}:${branch}`);
-              acknowledged.set(branch, sha);
+              acknowledged.push({ branch, sha });
+              pushBranchMade = true;
               counts.push = (counts.push ?? 0) + 1;
             }
           } else {
@@ -355,7 +366,7 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
     clearInterval(sampler);
     if (process.env.LOAD_CURVE_FILE) fs.writeFileSync(process.env.LOAD_CURVE_FILE, JSON.stringify(curve));
 
-    // Nothing lost: every acknowledged commit and push is its branch's tip.
+    // The branches' tips.
     const tips = new Map<string, string>();
     for (let page = 1; ; page++) {
       const list = (await benchApi(api, 'GET', `/projects/${id}/repository/branches?per_page=100&page=${page}`)) as {
@@ -365,7 +376,29 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
       for (const b of list) tips.set(b.name, b.commit.id);
       if (list.length < 100) break;
     }
-    const lost = [...acknowledged].filter(([branch, sha]) => tips.get(branch) !== sha);
+    // Nothing lost: each branch's tip is the last commit acknowledged on it, and every commit
+    // acknowledged on it is in its history.
+    const last = new Map(acknowledged.map((a) => [a.branch, a.sha]));
+    const histories = new Map<string, Set<string>>();
+    if (!newBranches) {
+      for (const branch of last.keys()) {
+        const ids = new Set<string>();
+        for (let page = 1; ; page++) {
+          const list = (await benchApi(
+            api,
+            'GET',
+            `/projects/${id}/repository/commits?ref_name=${encodeURIComponent(branch)}&per_page=100&page=${page}`,
+          )) as { id: string }[];
+          for (const commit of list) ids.add(commit.id);
+          if (list.length < 100) break;
+        }
+        histories.set(branch, ids);
+      }
+    }
+    const lost = [
+      ...[...last].filter(([branch, sha]) => tips.get(branch) !== sha).map(([branch]) => `tip of ${branch}`),
+      ...acknowledged.filter((a) => !newBranches && !histories.get(a.branch)?.has(a.sha)).map((a) => a.sha),
+    ];
     // Warm-up: PostgreSQL's shared buffers fill, V8 sizes its heaps and the caches fill (the
     // 10-minute runs level off within two minutes); LOAD_WARMUP overrides the first fifth.
     const warmupS = Number(process.env.LOAD_WARMUP ?? durationS / 5);
@@ -401,7 +434,7 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
     notes.push(
       `${durationS} s, ${CLIENTS} clients, WORKERS=2, embedded PostgreSQL: ${total} operations ${JSON.stringify(counts)}`,
       `failures: ${failures.length}${failures.length ? ` (first: ${failures.slice(0, 5).join(' | ')})` : ''}`,
-      `acknowledged writes and pushes: ${acknowledged.size}, lost: ${lost.length}`,
+      `acknowledged writes and pushes: ${acknowledged.length} on ${last.size} branches${newBranches ? ' (a new branch for each)' : ' (two of its own for each client)'}, lost: ${lost.length}${lost.length ? ` (${lost.slice(0, 5).join(', ')})` : ''}`,
       `webhook deliveries received: ${delivered}`,
       'memory: PSS of anonymous and shared memory (Pss_Anon + Pss_Shmem) of every process of the server and of the embedded PostgreSQL, so shared buffers count once and mapped files (code, git packs) not at all',
       `memory (MiB, every ${SAMPLE_MS / 1000} s): ${curve.map((s) => `${s.second}s=${s.mib}`).join(' ')}`,
