@@ -1,3 +1,4 @@
+import { ownBytes, ownString } from '../lib/own.js';
 import { GIT_TIMEOUT_MS, gitEnvironment } from './command.js';
 import { classifyGitFailure, GitError, InvalidArgumentError } from './errors.js';
 import { type Launched, launch } from './launcher.js';
@@ -243,6 +244,8 @@ const IMMUTABLE_REV = /^(?:[0-9a-f]{40}|[0-9a-f]{64})(?:\^\{(?:commit|tree)\}|:.
 const CACHE_OBJECT_BYTES = 64 * 1024;
 const CACHE_BYTES = 32 * 1024 * 1024;
 const CACHE_INFOS = 50_000;
+/** What an entry costs beside its bytes (the Buffer, its ArrayBuffer, the record, the Map entry), counted against CACHE_BYTES. */
+const CACHE_ENTRY_OVERHEAD = 256;
 
 /**
  * What the batch processes answered about immutable revisions, per repository: the object a
@@ -261,7 +264,7 @@ class ObjectCache {
     let repo = this.repos.get(gitDir);
     if (!repo) {
       repo = { infos: new Map(), objects: new Map() };
-      this.repos.set(gitDir, repo);
+      this.repos.set(ownString(gitDir), repo);
     }
     return repo;
   }
@@ -274,7 +277,7 @@ class ObjectCache {
     if (!IMMUTABLE_REV.test(rev)) return;
     const { infos } = this.repo(gitDir);
     if (infos.has(rev)) return;
-    infos.set(rev, info);
+    infos.set(ownString(rev), { ...info, oid: ownString(info.oid) });
     this.infoCount += 1;
     // Too many: forget every answer about revisions (each costs one round trip to ask again).
     if (this.infoCount > CACHE_INFOS) {
@@ -291,8 +294,9 @@ class ObjectCache {
     if (object.size > CACHE_OBJECT_BYTES) return;
     const { objects } = this.repo(gitDir);
     if (objects.has(object.oid)) return;
-    objects.set(object.oid, object);
-    this.bytes += object.size;
+    const oid = ownString(object.oid);
+    objects.set(oid, { ...object, oid, data: ownBytes(object.data) });
+    this.bytes += object.size + CACHE_ENTRY_OVERHEAD;
     // Too big: other repositories lose their objects first, then this one its oldest.
     for (const dir of this.repos.keys()) {
       if (this.bytes <= CACHE_BYTES) break;
@@ -301,7 +305,7 @@ class ObjectCache {
     while (this.bytes > CACHE_BYTES) {
       const [oldest, entry] = objects.entries().next().value as [string, ObjectData];
       objects.delete(oldest);
-      this.bytes -= entry.size;
+      this.bytes -= entry.size + CACHE_ENTRY_OVERHEAD;
     }
   }
 
@@ -309,7 +313,7 @@ class ObjectCache {
     const repo = this.repos.get(gitDir);
     if (!repo) return;
     this.infoCount -= repo.infos.size;
-    for (const entry of repo.objects.values()) this.bytes -= entry.size;
+    for (const entry of repo.objects.values()) this.bytes -= entry.size + CACHE_ENTRY_OVERHEAD;
     this.repos.delete(gitDir);
   }
 }

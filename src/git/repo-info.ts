@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { ownString } from '../lib/own.js';
 import { gitText, runGit } from './command.js';
 import { InvalidArgumentError } from './errors.js';
 import { isValidBranchName } from './validate.js';
@@ -84,7 +85,8 @@ async function readmeAt(repoPath: string, commit: string): Promise<string | null
   names.sort((a, b) => rank(a) - rank(b) || a.localeCompare(b));
   const found = names[0] ?? null;
   if (readmeCache.size >= README_CACHE_LIMIT) readmeCache.clear();
-  readmeCache.set(key, found);
+  // Own copies: a name cut from ls-tree's output would keep all of that output cached.
+  readmeCache.set(ownString(key), found === null ? null : ownString(found));
   return found;
 }
 

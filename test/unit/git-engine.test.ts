@@ -145,6 +145,20 @@ describe('the cat-file pool', () => {
     expect((await objectInfo(dir, 'main'))?.oid).toBe(parent);
   });
 
+  it('keeps a small object in memory of its own, not in a slice of a shared pool slab', async () => {
+    const dir = path.join(scratch, 'owned.git');
+    await exec('git', ['clone', '--quiet', '--bare', gitDir, dir], { env: gitEnvironment() });
+    const head = (await git('rev-parse', 'main')).trim();
+    const first = await readObject(dir, head);
+    expect(first?.type).toBe('commit');
+    expect(first?.size).toBeLessThan(4096); // small enough for Node's 8 KiB allocation pool
+    const kept = await readObject(dir, head);
+    expect(kept?.data.equals(first?.data as Buffer)).toBe(true);
+    // A slice would keep the whole slab (8 KiB and whatever else shares it) alive while cached.
+    expect(kept?.data.byteOffset).toBe(0);
+    expect(kept?.data.buffer.byteLength).toBe(kept?.size);
+  });
+
   it('keeps no answer for a missing object, nor one from another repository', async () => {
     const dir = path.join(scratch, 'other.git');
     await exec('git', ['init', '--quiet', '--bare', dir], { env: gitEnvironment() });
