@@ -34,6 +34,8 @@ import {
 
 const exec = promisify(execFile);
 const CLIENTS = 50;
+/** Registered runners the clients poll as (client c is runner c mod RUNNERS). */
+const RUNNERS = 10;
 const SAMPLE_MS = 5_000;
 const MIB = 2 ** 20;
 
@@ -238,6 +240,20 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
       await benchApi(api, 'POST', `/projects/${id}/hooks`, { url: hookUrl, push_events: true });
     } else notes.push('no webhook routes in this build: the mix has no webhook deliveries');
     if (!runners) notes.push('no runner routes in this build: the mix has no runner polls');
+    // Runners poll with tokens of their own, and every write's pipeline gives them a job to run.
+    const runnerTokens: string[] = [];
+    if (runners) {
+      const registration = await benchApi(api, 'POST', `/projects/${id}/runners/reset_registration_token`);
+      for (let r = 0; r < RUNNERS; r++) {
+        const runner = await benchApi(api, 'POST', '/runners', { token: registration.token, description: `load ${r}` });
+        runnerTokens.push(runner.token);
+      }
+      await benchApi(api, 'POST', `/projects/${id}/repository/files/.gitlab-ci.yml`, {
+        branch: 'main',
+        commit_message: 'CI for the load',
+        content: 'build:\n  script:\n    - echo load\n',
+      });
+    }
     const remote = new URL('/root/load.git', origin);
     remote.username = 'root';
     remote.password = BENCH_TOKEN;
@@ -302,7 +318,13 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
             archives.push(Date.now());
             await request(c, 'archive', 'GET', `/projects/${id}/repository/archive.tar.gz?sha=main`);
           } else if (roll < 0.8 && runners) {
-            await request(c, 'runner poll', 'POST', '/jobs/request', { token: 'glrt-load-unknown' }, [201, 204, 403]);
+            // A runner's poll; a job it gets is run at once: its log, then success.
+            const token = runnerTokens[c % RUNNERS] as string;
+            const res = await request(c, 'runner poll', 'POST', '/jobs/request', { token }, [201, 204]);
+            if (res.status === 201) {
+              const job = JSON.parse(Buffer.from(res.body).toString()) as { id: number; token: string };
+              await request(c, 'job finished', 'PUT', `/jobs/${job.id}`, { token: job.token, state: 'success' }, [200]);
+            }
           } else if (roll < 0.9) {
             // Clone once, then push a branch of this client's own.
             if (!cloned) {
