@@ -8,7 +8,7 @@ import { gitEnvironment } from '../src/git/command.js';
 import { writeLeftovers } from '../src/git/locks.js';
 import { clusterProgram, type PrivateCluster, postgresIdentity, startPrivateCluster } from './support/pg-cluster.js';
 import { lacks } from './support/programs.js';
-import { type ServerProcess, startServerProcess, tempStorageDir } from './support/server-process.js';
+import { type ServerProcess, serverRequest, startServerProcess, tempStorageDir } from './support/server-process.js';
 
 /**
  * Faults (issue 23): the real server (src/main.ts, WORKERS=2) under a small load while its
@@ -36,28 +36,8 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Answer {
-  status: number;
-  body: any;
-  text: string;
-}
-
-async function call(base: string, method: string, route: string, body?: unknown): Promise<Answer> {
-  const res = await fetch(`${base}/api/v4${route}`, {
-    method,
-    headers: { 'PRIVATE-TOKEN': TOKEN, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, body: parsed, text };
-}
+const call = (base: string, method: string, route: string, body?: unknown) =>
+  serverRequest(base, TOKEN, method, route, body);
 
 /** The embedded server's command line, as it wrote it to postmaster.opts. */
 function postmasterCommand(dataDir: string): string[] {

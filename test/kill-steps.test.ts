@@ -8,7 +8,13 @@ import { gitEnvironment } from '../src/git/command.js';
 import { FAILPOINTS, failpointMarker } from '../src/lib/failpoints.js';
 import { clusterProgram, type PrivateCluster, startPrivateCluster } from './support/pg-cluster.js';
 import { lacks } from './support/programs.js';
-import { type ServerProcess, startServerProcess, tempStorageDir } from './support/server-process.js';
+import {
+  type ServerAnswer,
+  type ServerProcess,
+  serverRequest,
+  startServerProcess,
+  tempStorageDir,
+} from './support/server-process.js';
 
 /**
  * SIGKILL at each step of a merge and of a push's pipeline (issue 23): for every fail point of
@@ -60,28 +66,8 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Answer {
-  status: number;
-  body: any;
-  text: string;
-}
-
-async function call(method: string, route: string, body?: unknown, token = TOKEN): Promise<Answer> {
-  const res = await fetch(`${(server as ServerProcess).base}/api/v4${route}`, {
-    method,
-    headers: { 'PRIVATE-TOKEN': token, ...(body ? { 'Content-Type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, body: parsed, text };
-}
+const call = (method: string, route: string, body?: unknown, token = TOKEN) =>
+  serverRequest((server as ServerProcess).base, token, method, route, body);
 
 const git = async (gitDir: string, ...args: string[]) =>
   (await exec('git', [`--git-dir=${gitDir}`, ...args], { env: gitEnvironment(), encoding: 'utf8' })).stdout.trim();
@@ -188,7 +174,7 @@ async function setUp(): Promise<void> {
   expect((await requestJob()).status).toBe(201);
 }
 
-function requestJob(): Promise<Answer> {
+function requestJob(): Promise<ServerAnswer> {
   return call('POST', '/jobs/request', {
     token: runnerToken,
     info: { name: 'gitlab-runner', version: '17.0.0', features: { variables: true, artifacts: true } },

@@ -107,3 +107,33 @@ export async function startServerProcess(env: Record<string, string>, timeoutMs 
     },
   };
 }
+
+export interface ServerAnswer {
+  status: number;
+  body: any;
+  text: string;
+}
+
+/** One API request to a server process, its body parsed when it is JSON (30 s at the most). */
+export async function serverRequest(
+  base: string,
+  token: string,
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<ServerAnswer> {
+  const res = await fetch(`${base}/api/v4${route}`, {
+    method,
+    headers: { 'PRIVATE-TOKEN': token, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, body: parsed, text };
+}
