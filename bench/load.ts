@@ -449,6 +449,15 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
     const roleSlopes = roles.map(
       (role) => `${role} ${slopeOf(warm.map((s) => ({ second: s.second, value: s.roles[role] ?? 0 }))).toFixed(2)}`,
     );
+    // Depot's own processes (the primary, the server processes, their git spawners): what a leak
+    // in Depot would grow; git children grow with the repository, PostgreSQL with its tables.
+    const own = (role: string) => role === 'primary' || role.startsWith('worker ') || role.startsWith('spawner of ');
+    const ownSlope = slopeOf(
+      warm.map((s) => ({
+        second: s.second,
+        value: Object.entries(s.roles).reduce((sum, [role, mib]) => sum + (own(role) ? mib : 0), 0),
+      })),
+    );
     const minutes = curve.filter(
       (s, i) => i === 0 || Math.floor(s.second / 60) > Math.floor((curve[i - 1]?.second ?? 0) / 60),
     );
@@ -484,6 +493,15 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
         'memory slope after warm-up (server processes, git, PostgreSQL; MiB/min, least squares)',
         'MiB/min',
         slope,
+        1,
+        'goal limit',
+        'lower',
+        '≤ 1×',
+      ),
+      measurement(
+        "memory slope after warm-up, Depot's own processes (primary, server processes, git spawners; MiB/min)",
+        'MiB/min',
+        ownSlope,
         1,
         'goal limit',
         'lower',
