@@ -153,7 +153,10 @@ describe('WORKERS=2', () => {
     const pushes = await Promise.all(
       Object.keys(pushed).map((branch) => runGitClient(['push', '-q', 'origin', `${branch}:${branch}`], work)),
     );
-    expect(pushes.map((p) => p.code), pushes.map((p) => p.stderr).join('\n')).toEqual(pushes.map(() => 0));
+    expect(
+      pushes.map((p) => p.code),
+      pushes.map((p) => p.stderr).join('\n'),
+    ).toEqual(pushes.map(() => 0));
     const branches = await call(base, 'GET', `/projects/${id}/repository/branches?per_page=100`, TOKEN);
     const tips = new Map(
       (branches.body as { name: string; commit: { id: string } }[]).map((b) => [b.name, b.commit.id]),
