@@ -67,8 +67,9 @@ function readProcess(pid: number): Omit<ProcessMemory, 'role'> & { argv: string;
  * The memory of the server's process tree and the embedded database's, process by process with a
  * role each: `primary`, `worker <pid>` (the cluster's server processes), `spawner of <pid>` (the
  * git spawner of the primary or of a server process), `esbuild` (tsx's transform service), `postgres` (the postmaster and its backends;
- * shared buffers are shared memory and count once in PSS), `git` (clones, pushes, archives in
- * flight) and `other`.
+ * shared buffers are shared memory and count once in PSS), `git <subcommand>` (the long-lived
+ * `cat-file` batch processes; clones, pushes, archives and housekeeping in flight), `git` (a
+ * spawner's child not yet exec'd) and `other`.
  */
 function memoryOf(serverPid: number, storage: string): ProcessMemory[] {
   const pids = new Set(processTree(serverPid));
@@ -103,11 +104,29 @@ function memoryOf(serverPid: number, storage: string): ProcessMemory[] {
     else if (serverProcesses.has(p.pid)) role = `worker ${p.pid}`;
     // A spawner's child between fork and exec still shows the spawner's command line.
     else if (isSpawner(p) && serverProcesses.has(p.ppid)) role = `spawner of ${p.ppid}`;
-    else if (p.comm.startsWith('git') || isSpawner(p)) role = 'git';
+    else if (isSpawner(p)) role = 'git';
+    else if (p.comm.startsWith('git')) role = `git ${gitSubcommand(p.argv)}`;
     else if (p.comm.includes('esbuild')) role = 'esbuild';
     seen.push({ pid: p.pid, ppid: p.ppid, role, held: p.held });
   }
   return seen;
+}
+
+/**
+ * The git subcommand of a command line (`git --git-dir=… cat-file --batch-command` is `cat-file`,
+ * `git-upload-pack …` is `upload-pack`), so that long-lived batch processes, clones, pushes and
+ * housekeeping are told apart.
+ */
+function gitSubcommand(argv: string): string {
+  const words = argv.trim().split(' ');
+  const first = path.basename(words[0] ?? '');
+  if (first.startsWith('git-')) return first.slice(4);
+  for (let i = 1; i < words.length; i++) {
+    const word = words[i] as string;
+    if (word === '-c' || word === '-C') i += 1;
+    else if (!word.startsWith('-')) return word;
+  }
+  return '?';
 }
 
 /** Sums by role (spawners and workers kept apart by pid). */

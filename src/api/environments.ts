@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { z } from 'zod';
+import { countUpTo } from '../db/queries/count.js';
 import type { Build, Deployment, Environment, Project, User } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
 import {
@@ -167,7 +168,7 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
         deps.config.baseUrl,
         params,
         (w) => base().selectAll().orderBy('id').limit(w.limit).offset(w.offset).execute(),
-        async (cap) => (await base().select('id').limit(cap).execute()).length,
+        (cap) => countUpTo(deps.db, base().select('id'), cap),
       );
       const projectBody = await projectEntity(ctx, project);
       ctx.body = rows.map((e) => presentEnvironment(e, { project: projectBody }));
@@ -382,7 +383,7 @@ export function registerEnvironmentRoutes(api: ApiRouter): void {
             .limit(w.limit)
             .offset(w.offset)
             .execute(),
-        async (cap) => (await base().select('id').limit(cap).execute()).length,
+        (cap) => countUpTo(deps.db, base().select('id'), cap),
       );
       ctx.body = await presentDeployments(ctx, rows, true);
     },

@@ -1,5 +1,5 @@
-import { sql } from 'kysely';
 import { z } from 'zod';
+import { countUpTo } from '../db/queries/count.js';
 import { childPathTaken, groupSubtreeCounts, namespacesOfUser } from '../db/queries/namespaces.js';
 import { findUsersByIds } from '../db/queries/users.js';
 import type { Namespace, User } from '../db/schema.js';
@@ -98,13 +98,7 @@ export function registerNamespaceRoutes(api: ApiRouter): void {
             .limit(w.limit)
             .offset(w.offset)
             .execute(),
-        async (cap) =>
-          (
-            await deps.db
-              .selectFrom(namespacesOfUser(deps.db, filter).select('g.id').limit(cap).as('t'))
-              .select(sql<number>`count(*)::int`.as('n'))
-              .executeTakeFirstOrThrow()
-          ).n,
+        (cap) => countUpTo(deps.db, namespacesOfUser(deps.db, filter).select('g.id'), cap),
       );
       ctx.body = await present(ctx, user, rows);
     },

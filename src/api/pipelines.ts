@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { countUpTo } from '../db/queries/count.js';
 import type { Build, Pipeline, Project } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
 import { ApiError, forbidden, notFound, recordNotFound } from '../http/errors.js';
@@ -171,7 +172,7 @@ export function registerPipelineRoutes(api: ApiRouter): void {
             .limit(w.limit)
             .offset(w.offset)
             .execute(),
-        async (cap) => (await base().select('id').limit(cap).execute()).length,
+        (cap) => countUpTo(deps.db, base().select('id'), cap),
       );
       const pc = { baseUrl: deps.config.baseUrl };
       ctx.body = pipelines.map((pl) => presentPipelineBasic(pl, project, pc));
@@ -260,7 +261,7 @@ export function registerPipelineRoutes(api: ApiRouter): void {
         deps.config.baseUrl,
         params,
         (w) => base().selectAll().orderBy('id', 'asc').limit(w.limit).offset(w.offset).execute(),
-        async (cap) => (await base().select('id').limit(cap).execute()).length,
+        (cap) => countUpTo(deps.db, base().select('id'), cap),
       );
       ctx.body = await presentJobs(ctx, builds);
     },
@@ -312,7 +313,7 @@ export function registerPipelineRoutes(api: ApiRouter): void {
         deps.config.baseUrl,
         params,
         (w) => base().selectAll().orderBy('id', 'desc').limit(w.limit).offset(w.offset).execute(),
-        async (cap) => (await base().select('id').limit(cap).execute()).length,
+        (cap) => countUpTo(deps.db, base().select('id'), cap),
       );
       ctx.body = await presentJobs(ctx, builds);
     },

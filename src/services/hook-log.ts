@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { countUpTo } from '../db/queries/count.js';
 import { findProjectWithNamespace } from '../db/queries/projects.js';
 import type { HookDelivery, Project, User, WebHook } from '../db/schema.js';
 import { listCommits } from '../git/log.js';
@@ -61,11 +62,7 @@ export function listHookDeliveries(
 
 /** How many tries match, up to `cap`. */
 export async function countHookDeliveries(deps: Deps, filter: DeliveryFilter, cap: number): Promise<number> {
-  const row = await deps.db
-    .selectFrom(filtered(deps, filter).select('id').limit(cap).as('page'))
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+  return countUpTo(deps.db, filtered(deps, filter).select('id'), cap);
 }
 
 /**

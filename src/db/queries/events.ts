@@ -2,6 +2,7 @@ import { type Insertable, type SelectQueryBuilder, sql } from 'kysely';
 import type { Db } from '../database.js';
 import type { DB, Event, EventsTable } from '../schema.js';
 import { activeMembership, projectVisibleTo, type Viewer } from './access.js';
+import { countUpTo } from './count.js';
 
 /** Records an activity event; call inside the transaction of the change it describes. */
 export async function insertEvent(db: Db, event: Insertable<EventsTable>): Promise<void> {
@@ -81,11 +82,7 @@ export function listEvents(db: Db, f: EventFilter, window: { limit: number; offs
 
 /** min(number of events of the feed, cap). */
 export async function countEvents(db: Db, f: EventFilter, cap: number): Promise<number> {
-  const row = await db
-    .selectFrom(eventQuery(db, f).select(sql`1`.as('one')).limit(cap).as('t'))
-    .select(sql<number>`count(*)::int`.as('n'))
-    .executeTakeFirstOrThrow();
-  return row.n;
+  return countUpTo(db, eventQuery(db, f).select(sql`1`.as('one')), cap);
 }
 
 /**

@@ -2,6 +2,7 @@ import { type Insertable, type SqlBool, sql } from 'kysely';
 import type { Db } from '../database.js';
 import type { GroupGroupLink, GroupGroupLinksTable, ProjectGroupLink, ProjectGroupLinksTable } from '../schema.js';
 import { groupVisibleTo, type Viewer } from './access.js';
+import { countUpTo } from './count.js';
 import { fuzzySearch } from './namespaces.js';
 
 /** A link with the invited group's name and full path, as `shared_with_groups` lists them. */
@@ -144,9 +145,5 @@ export function listProjectGroups(db: Db, f: ProjectGroupsFilter, window: { limi
 }
 
 export async function countProjectGroups(db: Db, f: ProjectGroupsFilter, cap: number): Promise<number> {
-  const row = await db
-    .selectFrom(projectGroupsQuery(db, f).select('g.id').limit(cap).as('t'))
-    .select(sql<number>`count(*)::int`.as('n'))
-    .executeTakeFirstOrThrow();
-  return row.n;
+  return countUpTo(db, projectGroupsQuery(db, f).select('g.id'), cap);
 }

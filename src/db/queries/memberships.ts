@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
+import { countUpTo } from './count.js';
 
 /** One membership of a user with its source's name (GitLab's Membership entity). */
 export interface MembershipRow {
@@ -51,9 +52,5 @@ export function listMemberships(
 }
 
 export async function countMemberships(db: Db, userId: number, type: MembershipType, cap: number): Promise<number> {
-  const row = await db
-    .selectFrom(membershipQuery(db, userId, type).select('m.id').limit(cap).as('t'))
-    .select(sql<number>`count(*)::int`.as('n'))
-    .executeTakeFirstOrThrow();
-  return row.n;
+  return countUpTo(db, membershipQuery(db, userId, type).select('m.id'), cap);
 }

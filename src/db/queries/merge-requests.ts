@@ -1,6 +1,7 @@
 import { type Insertable, sql, type Updateable } from 'kysely';
 import type { Db } from '../database.js';
 import type { MergeRequest, MergeRequestState, MergeRequestsTable } from '../schema.js';
+import { countUpTo } from './count.js';
 
 /** A merge request of a project by its iid. */
 export function findMergeRequestByIid(db: Db, projectId: number, iid: number): Promise<MergeRequest | undefined> {
@@ -129,11 +130,7 @@ export function listMergeRequests(
 }
 
 export async function countMergeRequests(db: Db, f: MergeRequestFilter, cap: number): Promise<number> {
-  const row = await db
-    .selectFrom(filtered(db, f).select('id').limit(cap).as('page'))
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+  return countUpTo(db, filtered(db, f).select('id'), cap);
 }
 
 /** Merged merge requests of a project whose merge or squash commit is one of `shas`. */

@@ -2,6 +2,7 @@ import { type Expression, type Insertable, type RawBuilder, type SqlBool, sql, t
 import type { Db } from '../database.js';
 import type { Namespace, NamespacesTable } from '../schema.js';
 import { activeMembership, groupLevelOf, groupVisibleTo, sharedBelowRows, type Viewer } from './access.js';
+import { countUpTo } from './count.js';
 
 export function findNamespaceById(db: Db, id: number): Promise<Namespace | undefined> {
   return db.selectFrom('namespaces').selectAll().where('id', '=', id).executeTakeFirst();
@@ -229,11 +230,7 @@ export function listGroups(db: Db, f: GroupFilter, window: { limit: number; offs
 }
 
 export async function countGroups(db: Db, f: GroupFilter, cap: number): Promise<number> {
-  const row = await db
-    .selectFrom(groupQuery(db, f).select('g.id').limit(cap).as('t'))
-    .select(sql<number>`count(*)::int`.as('n'))
-    .executeTakeFirstOrThrow();
-  return row.n;
+  return countUpTo(db, groupQuery(db, f).select('g.id'), cap);
 }
 
 export interface NamespaceFilter {

@@ -2,6 +2,7 @@ import { type Expression, type Insertable, type SqlBool, sql, type Updateable } 
 import type { Db } from '../database.js';
 import type { Namespace, Project, ProjectsTable } from '../schema.js';
 import { projectLevelOf, projectVisibleTo, type Viewer } from './access.js';
+import { countUpTo } from './count.js';
 
 export function findProjectById(db: Db, id: number): Promise<Project | undefined> {
   return db.selectFrom('projects').selectAll().where('id', '=', id).executeTakeFirst();
@@ -278,9 +279,5 @@ export function listProjects(db: Db, f: ProjectFilter, window: { limit: number; 
 }
 
 export async function countProjects(db: Db, f: ProjectFilter, cap: number): Promise<number> {
-  const row = await db
-    .selectFrom(projectQuery(db, f).select('p.id').limit(cap).as('t'))
-    .select(sql<number>`count(*)::int`.as('n'))
-    .executeTakeFirstOrThrow();
-  return row.n;
+  return countUpTo(db, projectQuery(db, f).select('p.id'), cap);
 }

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../database.js';
 import type { StorageMove, StorageMoveContainer } from '../schema.js';
+import { countUpTo } from './count.js';
 
 /** States of a move that still own the repository (no second move may start). */
 export const ACTIVE_MOVE_STATES = [1, 2, 3, 6] as const;
@@ -35,11 +36,7 @@ export async function listMoves(db: Db, f: MoveFilter, window: { limit: number; 
 export async function countMoves(db: Db, f: MoveFilter, cap: number): Promise<number> {
   let q = db.selectFrom('repository_storage_moves').select('id').where('container_type', '=', f.type);
   if (f.containerId !== undefined) q = q.where('container_id', '=', f.containerId);
-  const row = await db
-    .selectFrom(q.limit(cap).as('m'))
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+  return countUpTo(db, q, cap);
 }
 
 /** Moves in one of `states`, oldest first. */

@@ -1,6 +1,7 @@
 import { type Insertable, sql } from 'kysely';
 import type { Db } from '../database.js';
 import type { PersonalAccessToken, PersonalAccessTokensTable } from '../schema.js';
+import { countUpTo } from './count.js';
 
 export function insertPersonalAccessToken(db: Db, values: Insertable<PersonalAccessTokensTable>) {
   return db.insertInto('personal_access_tokens').values(values).returningAll().executeTakeFirstOrThrow();
@@ -140,9 +141,5 @@ export function listPersonalAccessTokens(db: Db, f: TokenFilter, window: { limit
 }
 
 export async function countPersonalAccessTokens(db: Db, f: TokenFilter, cap: number): Promise<number> {
-  const row = await db
-    .selectFrom(tokenQuery(db, f).select('id').limit(cap).as('t'))
-    .select(sql<number>`count(*)::int`.as('n'))
-    .executeTakeFirstOrThrow();
-  return row.n;
+  return countUpTo(db, tokenQuery(db, f).select('id'), cap);
 }

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { toDbId } from '../../lib/ids.js';
 import type { Db } from '../database.js';
 import type { NewUser, User, UserUpdate } from '../schema.js';
+import { countUpTo } from './count.js';
 
 export function findUserById(db: Db, id: number): Promise<User | undefined> {
   return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
@@ -130,11 +131,7 @@ export function listUsers(db: Db, f: UserFilter, window: { limit: number; offset
 }
 
 export async function countUsers(db: Db, f: UserFilter, cap: number): Promise<number> {
-  const row = await db
-    .selectFrom(filtered(db, f).select('id').limit(cap).as('t'))
-    .select(sql<number>`count(*)::int`.as('n'))
-    .executeTakeFirstOrThrow();
-  return row.n;
+  return countUpTo(db, filtered(db, f).select('id'), cap);
 }
 
 export async function countAdmins(db: Db): Promise<number> {

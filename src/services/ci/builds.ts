@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { sql } from 'kysely';
+import { countUpTo } from '../../db/queries/count.js';
 import { findProjectById } from '../../db/queries/projects.js';
 import type { Build, Pipeline, Project, Runner, User } from '../../db/schema.js';
 import { digestToken, generateToken } from '../../lib/crypto.js';
@@ -449,8 +450,7 @@ export async function countRunnerBuilds(
 ): Promise<number> {
   let query = deps.db.selectFrom('ci_builds').select('id').where('runner_id', '=', runnerId);
   if (status) query = query.where('status', '=', status);
-  const rows = await query.limit(cap).execute();
-  return rows.length;
+  return countUpTo(deps.db, query, cap);
 }
 
 /**
