@@ -7,11 +7,19 @@ import { type Launched, launch } from './launcher.js';
  * Long-lived `git cat-file --batch-command` processes per repository (Gitaly's catfile cache):
  * object reads cost a pipe round trip instead of a process start. Each process answers its
  * queue in order; a repository gets up to MAX_PROCESSES_PER_REPO of them under load, the pool
- * holds at most MAX_REPOSITORIES, and idle ones are stopped after IDLE_MS.
+ * holds at most MAX_REPOSITORIES, idle ones are stopped after IDLE_MS, and busy ones retire
+ * after CATFILE_MAX_AGE_MS.
  */
 const MAX_PROCESSES_PER_REPO = 4;
 const MAX_REPOSITORIES = 64;
 const IDLE_MS = 30_000;
+/**
+ * git keeps every commit and tree it parsed to resolve a name (`main:README.md`) for the life of
+ * the process, and its delta base cache up to 96 MiB: a process that is never idle grows with the
+ * history it is asked about (measured under the load bench: about 0.4 MiB a minute each, without
+ * end). Past this age a process takes no new requests and stops once its queue is answered.
+ */
+export const CATFILE_MAX_AGE_MS = 5 * 60_000;
 /** Objects larger than this are never read through the batch process (stream them instead). */
 export const MAX_BATCH_OBJECT_BYTES = 16 * 1024 * 1024;
 
@@ -41,7 +49,8 @@ class BatchProcess {
   private chunks: Buffer[] = [];
   private received = 0;
   dead = false;
-  lastUsed = Date.now();
+  readonly started = Date.now();
+  lastUsed = this.started;
   /** Armed while requests wait: git that answers nothing for GIT_TIMEOUT_MS is stopped. */
   private watchdog: NodeJS.Timeout | undefined;
 
@@ -85,8 +94,16 @@ class BatchProcess {
     this.fail(new GitError('timeout', 'git cat-file did not answer in time'));
   }
 
+  /** Past CATFILE_MAX_AGE_MS: given no new requests when another process can take them. */
+  expired(now: number): boolean {
+    return now - this.started > CATFILE_MAX_AGE_MS;
+  }
+
+  /** Leaves the pool at once (so no request is given to a process on its way out), then ends git. */
   stop(): void {
-    if (!this.dead) this.child.kill();
+    if (this.dead) return;
+    this.fail(new GitError('failed', 'cat-file process stopped'));
+    this.child.kill();
   }
 
   private fail(error: Error): void {
@@ -155,6 +172,8 @@ class CatFilePool {
   private sweeper: NodeJS.Timeout | undefined;
 
   private pick(gitDir: string): BatchProcess {
+    const now = Date.now();
+    for (const p of this.byRepo.get(gitDir) ?? []) if (p.pending === 0 && p.expired(now)) p.stop();
     let procs = this.byRepo.get(gitDir);
     if (procs) {
       // Refresh LRU order.
@@ -165,15 +184,18 @@ class CatFilePool {
       this.byRepo.set(gitDir, procs);
       this.evictOverflow();
     }
+    // Expired processes left are still answering their queue: busy, never idle here, and not
+    // counted against the limit (they end as soon as they are done).
     const idle = procs.find((p) => p.pending === 0);
     if (idle) return idle;
-    if (procs.length < MAX_PROCESSES_PER_REPO) {
+    const fresh = procs.filter((p) => !p.expired(now));
+    if (fresh.length < MAX_PROCESSES_PER_REPO) {
       const proc = new BatchProcess(gitDir, (p) => this.forget(p));
       procs.push(proc);
       this.startSweeper();
       return proc;
     }
-    return procs.reduce((a, b) => (b.pending < a.pending ? b : a));
+    return fresh.reduce((a, b) => (b.pending < a.pending ? b : a));
   }
 
   private forget(proc: BatchProcess): void {
@@ -196,7 +218,7 @@ class CatFilePool {
     this.sweeper = setInterval(() => {
       const now = Date.now();
       for (const procs of [...this.byRepo.values()]) {
-        for (const p of [...procs]) if (p.pending === 0 && now - p.lastUsed > IDLE_MS) p.stop();
+        for (const p of [...procs]) if (p.pending === 0 && (now - p.lastUsed > IDLE_MS || p.expired(now))) p.stop();
       }
       if (this.byRepo.size === 0 && this.sweeper) {
         clearInterval(this.sweeper);

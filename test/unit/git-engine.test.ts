@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildSampleRepository } from '../../fixtures/sample-repo.js';
-import { evictRepository, objectInfo, readObject } from '../../src/git/catfile.js';
+import { CATFILE_MAX_AGE_MS, evictRepository, objectInfo, readObject } from '../../src/git/catfile.js';
 import { GIT_TIMEOUT_MS, gitEnvironment } from '../../src/git/command.js';
 import { formatGitTime, parseCommitObject, parseTrailers } from '../../src/git/commit.js';
 import { GitError } from '../../src/git/errors.js';
@@ -179,6 +179,45 @@ describe('the cat-file pool', () => {
     expect((await readObject(dir, late))?.data.toString()).toBe('late');
     evictRepository(dir);
     expect((await readObject(dir, late))?.data.toString()).toBe('late');
+  });
+
+  it('retires a process past its maximum age once it has answered its queue, losing no request', async () => {
+    const dir = path.join(scratch, 'aging.git');
+    await exec('git', ['clone', '--quiet', '--bare', gitDir, dir], { env: gitEnvironment() });
+    const oids = (await git('rev-list', '--objects', '--all'))
+      .trim()
+      .split('\n')
+      .map((line) => line.slice(0, 40));
+    const exited = async (pid: number) => {
+      for (let i = 0; i < 100; i++) {
+        if (!(await catFilePids(dir)).includes(pid)) return true;
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      return false;
+    };
+    const head = (await git('rev-parse', 'main')).trim();
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      expect((await objectInfo(dir, 'main'))?.type).toBe('commit');
+      const [first] = await catFilePids(dir);
+      expect(first).toBeGreaterThan(0);
+      // Reads queued on the old process, then its age runs out while they wait.
+      const queued = oids.map((oid) => readObject(dir, oid));
+      vi.setSystemTime(Date.now() + CATFILE_MAX_AGE_MS + 1);
+      // A branch name is always asked of git (never kept), so these go to a process.
+      const later = Array.from({ length: 8 }, () => objectInfo(dir, 'main'));
+      const answers = await Promise.all([...queued, ...later]);
+      expect(answers.map((a) => a?.oid)).toEqual([...oids, ...later.map(() => head)]);
+      // The next read stops the old process (now idle) and is answered by a young one.
+      expect((await objectInfo(dir, 'main'))?.type).toBe('commit');
+      expect(await exited(first as number)).toBe(true);
+      const now = await catFilePids(dir);
+      expect(now.length).toBeGreaterThan(0);
+      expect(now.length).toBeLessThanOrEqual(4);
+    } finally {
+      vi.useRealTimers();
+      evictRepository(dir);
+    }
   });
 
   it('tells a missing repository apart from a missing object', async () => {
