@@ -48,7 +48,7 @@ interface ProcessMemory {
   held: number;
 }
 
-function readProcess(pid: number): Omit<ProcessMemory, 'role'> & { argv: string; comm: string } {
+function readProcess(pid: number): Omit<ProcessMemory, 'role'> & { shared: number; argv: string; comm: string } {
   const rollup = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
   const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(rollup)?.[1] ?? 0) * 1024;
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -58,6 +58,7 @@ function readProcess(pid: number): Omit<ProcessMemory, 'role'> & { argv: string;
     pid,
     ppid,
     held: kib('Pss_Anon') + kib('Pss_Shmem'),
+    shared: kib('Pss_Shmem'),
     argv: fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' '),
     comm: fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim(),
   };
@@ -107,7 +108,12 @@ function memoryOf(serverPid: number, storage: string): ProcessMemory[] {
     else if (isSpawner(p)) role = 'git';
     else if (p.comm.startsWith('git')) role = `git ${gitSubcommand(p.argv)}`;
     else if (p.comm.includes('esbuild')) role = 'esbuild';
-    seen.push({ pid: p.pid, ppid: p.ppid, role, held: p.held });
+    if (role === 'postgres') {
+      // Shared memory is PostgreSQL's buffer cache (shared_buffers, a fixed size), counted as the
+      // database first touches its pages: apart from the backends' own memory.
+      seen.push({ pid: p.pid, ppid: p.ppid, role, held: p.held - p.shared });
+      seen.push({ pid: p.pid, ppid: p.ppid, role: 'postgres shared buffers', held: p.shared });
+    } else seen.push({ pid: p.pid, ppid: p.ppid, role, held: p.held });
   }
   return seen;
 }
@@ -471,6 +477,23 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
     // Depot's own processes (the primary, the server processes, their git spawners): what a leak
     // in Depot would grow; git children grow with the repository, PostgreSQL with its tables.
     const own = (role: string) => role === 'primary' || role.startsWith('worker ') || role.startsWith('spawner of ');
+    // Everything but PostgreSQL's buffer cache, which is counted page by page as the growing
+    // database first touches it, up to shared_buffers.
+    const buffers = 'postgres shared buffers';
+    const privateSlope = slopeOf(
+      warm.map((s) => ({
+        second: s.second,
+        value: Object.entries(s.roles).reduce((sum, [role, mib]) => sum + (role === buffers ? 0 : mib), 0),
+      })),
+    );
+    const sharedBuffers = (() => {
+      try {
+        const conf = fs.readFileSync(path.join(storage, 'db', 'postgresql.conf'), 'utf8');
+        return /^shared_buffers\s*=\s*(\S+)/m.exec(conf)?.[1] ?? 'not set';
+      } catch {
+        return 'unknown';
+      }
+    })();
     const ownSlope = slopeOf(
       warm.map((s) => ({
         second: s.second,
@@ -506,12 +529,22 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
         .join(' | ')}`,
       `after warm-up (${warmupS} s): mean of the first minute ${warmMib.toFixed(0)} MiB, of the last ${endMib.toFixed(0)} MiB, slope ${slope.toFixed(2)} MiB/min (least squares over ${warm.length} samples); by process (MiB/min): ${roleSlopes.join(', ')}`,
       `peak ${peakMib} MiB`,
+      `PostgreSQL's shared buffers (shared_buffers = ${sharedBuffers}): ${curve.at(0)?.roles[buffers] ?? 0} MiB touched at the start, ${warm.at(0)?.roles[buffers] ?? 0} after warm-up, ${curve.at(-1)?.roles[buffers] ?? 0} at the end`,
     );
     const measurements: Measurement[] = [
       measurement(
         'memory slope after warm-up (server processes, git, PostgreSQL; MiB/min, least squares)',
         'MiB/min',
         slope,
+        1,
+        'goal limit',
+        'lower',
+        '≤ 1×',
+      ),
+      measurement(
+        "memory slope after warm-up, all but PostgreSQL's shared buffers (a cache of fixed size; MiB/min)",
+        'MiB/min',
+        privateSlope,
         1,
         'goal limit',
         'lower',
