@@ -471,20 +471,23 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
     };
     const slope = slopeOf(warm.map((s) => ({ second: s.second, value: s.mib })));
     const roles = [...new Set(curve.flatMap((s) => Object.keys(s.roles)))].sort();
-    const roleSlopes = roles.map(
-      (role) => `${role} ${slopeOf(warm.map((s) => ({ second: s.second, value: s.roles[role] ?? 0 }))).toFixed(2)}`,
-    );
-    // Depot's own processes (the primary, the server processes, their git spawners): what a leak
-    // in Depot would grow; git children grow with the repository, PostgreSQL with its tables.
-    const own = (role: string) => role === 'primary' || role.startsWith('worker ') || role.startsWith('spawner of ');
+    // The slope of the processes whose roles `include` picks, summed sample by sample.
+    const slopeOfRoles = (include: (role: string) => boolean) =>
+      slopeOf(
+        warm.map((s) => ({
+          second: s.second,
+          value: Object.entries(s.roles).reduce((sum, [role, mib]) => sum + (include(role) ? mib : 0), 0),
+        })),
+      );
+    const roleSlopes = roles.map((role) => `${role} ${slopeOfRoles((r) => r === role).toFixed(2)}`);
     // Everything but PostgreSQL's buffer cache, which is counted page by page as the growing
     // database first touches it, up to shared_buffers.
     const buffers = 'postgres shared buffers';
-    const privateSlope = slopeOf(
-      warm.map((s) => ({
-        second: s.second,
-        value: Object.entries(s.roles).reduce((sum, [role, mib]) => sum + (role === buffers ? 0 : mib), 0),
-      })),
+    const privateSlope = slopeOfRoles((role) => role !== buffers);
+    // Depot's own processes (the primary, the server processes, their git spawners): what a leak
+    // in Depot would grow; git children grow with the repository, PostgreSQL with its tables.
+    const ownSlope = slopeOfRoles(
+      (role) => role === 'primary' || role.startsWith('worker ') || role.startsWith('spawner of '),
     );
     const sharedBuffers = (() => {
       try {
@@ -494,12 +497,6 @@ export async function run(durationS = Number(process.env.LOAD_DURATION ?? 60)) {
         return 'unknown';
       }
     })();
-    const ownSlope = slopeOf(
-      warm.map((s) => ({
-        second: s.second,
-        value: Object.entries(s.roles).reduce((sum, [role, mib]) => sum + (own(role) ? mib : 0), 0),
-      })),
-    );
     const minutes = curve.filter(
       (s, i) => i === 0 || Math.floor(s.second / 60) > Math.floor((curve[i - 1]?.second ?? 0) / 60),
     );
