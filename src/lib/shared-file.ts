@@ -312,7 +312,10 @@ function appendTo(file: FileHandle): Writable {
   });
 }
 
-/** The producer: writes, fsyncs, renames into place, then marks the file finished; on failure removes it first. */
+/**
+ * The producer: writes, fsyncs, renames into place, drops its claim, then marks the file finished;
+ * on failure it drops the claim, then removes the partial file.
+ */
 async function generate(
   file: string,
   part: string,
@@ -333,19 +336,22 @@ async function generate(
     await fs.rename(part, file);
     const dir = await fs.open(path.dirname(file), 'r');
     await dir.sync().finally(() => dir.close());
+    // The claim goes before readers learn the end: once they have, only the finished file is left.
+    await removeQuietly(lock);
     // Readers finish now, once the name is in place: a request they make next finds the file.
     await writer.chmod(DONE_MODE);
     const { size } = await writer.stat();
     await writer.close();
     result = { ok: true, size };
   } catch (error) {
-    // Unlinked first: readers of the partial file see it abandoned.
+    // The claim first, then the partial file: its unlinking tells readers the generation failed,
+    // and by then nothing of it is left.
+    await removeQuietly(lock);
     await removeQuietly(part);
     await writer.close().catch(() => {});
     result = { ok: false, error };
   } finally {
     clearInterval(beat);
   }
-  await removeQuietly(lock);
   options.settled?.(result);
 }
