@@ -1,6 +1,6 @@
 import type { Namespace, Project, User } from '../db/schema.js';
 import type { AppContext } from '../http/context.js';
-import { forbidden, notFound, preconditionFailed, unauthorized } from '../http/errors.js';
+import { ApiError, forbidden, MovedPermanently, notFound, preconditionFailed, unauthorized } from '../http/errors.js';
 import { type GroupPolicy, loadGroupPolicy, loadProjectPolicy, type ProjectPolicy } from '../policies/abilities.js';
 import type { AuditActor } from '../services/audit-events.js';
 import { findGroup } from '../services/groups.js';
@@ -34,7 +34,25 @@ export async function loadProject(ctx: AppContext, id: string): Promise<LoadedPr
   const { project, namespace } = found;
   const policy = await loadProjectPolicy(deps, ctx.state.actor.user, project, namespace);
   if (!policy.can('read_project')) throw notFound('Project');
+  if (id === ctx.params.id) refuseMovedPath(ctx, id, project);
   return { project, namespace, policy };
+}
+
+/**
+ * A project named in the URL by a path it had before a rename or transfer (its redirect route):
+ * GET is sent on with 301 to the same URL naming the project by id, any other method is refused
+ * with 405, as GitLab's find_project! does. A path that differs only in case is no move.
+ */
+export function refuseMovedPath(ctx: AppContext, id: string, project: Project): void {
+  if (!id.includes('/') || id.toLowerCase() === project.full_path.toLowerCase()) return;
+  if (ctx.method !== 'GET') throw new ApiError(405, { message: 'Non GET methods are not allowed for moved projects' });
+  // The segment the route names `:id`, in the URL as the client wrote it.
+  const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+  const index = typeof route === 'string' ? route.split('/').indexOf(':id') : -1;
+  const segments = ctx.path.split('/');
+  if (index < 0 || index >= segments.length) return;
+  segments[index] = String(project.id);
+  throw new MovedPermanently(`${ctx.state.deps.config.baseUrl}${segments.join('/')}${ctx.search}`);
 }
 
 export interface LoadedRepository extends LoadedProject {

@@ -18,7 +18,7 @@ import { findGroup } from '../services/groups.js';
 import { namespaceFullNames } from '../services/project-views.js';
 import { findProjectAndNamespace } from '../services/projects.js';
 import { enqueueBulkMoves, type MoveContainer, scheduleMove } from '../storage/moves.js';
-import { accepted, created, requireAdmin } from './helpers.js';
+import { accepted, created, refuseMovedPath, requireAdmin } from './helpers.js';
 
 /**
  * Repository storage moves (GitLab's lib/api/{project,snippet,group}_repository_storage_moves.rb):
@@ -68,6 +68,7 @@ async function loadContainer(ctx: AppContext, type: StorageMoveContainer, id: st
   if (type === 'project') {
     const found = await findProjectAndNamespace(deps, id);
     if (!found) throw notFound('Project');
+    refuseMovedPath(ctx, id, found.project);
     return { type, project: found.project };
   }
   if (type === 'group') {

@@ -246,6 +246,15 @@ export interface DB {
   hook_deliveries: HookDeliveriesTable;
   environments: EnvironmentsTable;
   deployments: DeploymentsTable;
+  redirect_routes: RedirectRoutesTable;
+}
+
+/** An old full path that still names a project (migration 0024 keeps these). */
+export interface RedirectRoutesTable {
+  id: Generated<number>;
+  project_id: number;
+  path: string;
+  created_at: Generated<Timestamp>;
 }
 
 /** A protected branch name or wildcard (GitLab's protected_branches). */

@@ -12,6 +12,16 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * GitLab's MovedPermanentlyError: 301 with `Location`, and for a body the sentence naming it as
+ * plain text (Grape's `rack_response`), not JSON.
+ */
+export class MovedPermanently extends ApiError {
+  constructor(readonly location: string) {
+    super(301, { message: `This resource has been moved permanently to ${location}` }, { Location: location });
+  }
+}
+
 /** `404 <What> Not Found`; bare `404 Not Found` without a subject. */
 export const notFound = (what?: string) =>
   new ApiError(404, { message: what ? `404 ${what} Not Found` : '404 Not Found' });

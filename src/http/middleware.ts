@@ -3,7 +3,7 @@ import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { GitError, storageFault } from '../git/errors.js';
 import type { AppState } from './context.js';
-import { ApiError, storageUnavailable } from './errors.js';
+import { ApiError, MovedPermanently, storageUnavailable } from './errors.js';
 import type { Metrics } from './metrics.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -79,6 +79,7 @@ function isDataException(error: unknown): boolean {
 }
 
 function toResponse(error: unknown): { status: number; body: unknown; headers: Record<string, string> } {
+  if (error instanceof MovedPermanently) return { status: error.status, body: error.message, headers: error.headers };
   if (error instanceof ApiError) return { status: error.status, body: error.body, headers: error.headers };
   if (error instanceof GitError) {
     if (error.code === 'invalid_argument') return { status: 400, body: { message: '400 Bad request' }, headers: {} };

@@ -104,6 +104,13 @@ export function rawFiles(): Middleware<AppState, AppContext> {
       return;
     }
     const { project } = found;
+    // Named otherwise than the project's path now (a path it had before a move, or other case):
+    // GET goes on to the canonical URL, as GitLab's ensure_canonical_path sends it.
+    if (project.full_path !== fullPath && ctx.method === 'GET') {
+      ctx.status = 301;
+      ctx.redirect(`${deps.config.baseUrl}/${project.full_path}/-/raw/${rest}${ctx.search}`);
+      return;
+    }
     const gitDir = deps.storages.repositoryPath(project.repository_storage, project.id);
     const split = await splitRefAndPath(gitDir, segments);
     if (!split || split.path === '' || !isValidFilePathParam(split.path)) return notFound(ctx);

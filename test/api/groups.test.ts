@@ -959,9 +959,10 @@ describe('PUT /groups/:id', () => {
     expect(moved.status).toBe(200);
     expect(moved.body.id).toBe(deepProject.id);
     expect(moved.body.namespace.full_path).toBe(`${tag}-moved/${child.path}/${grandchild.path}`);
-    // The old path no longer serves the project. (GitLab keeps a redirect route and answers 301;
-    // Depot has no redirect routes yet, see the todo below.)
-    expect((await app.request(`/projects/${enc(deepProject.full_path)}`, { token })).status).not.toBe(200);
+    // The old path sends GET on to the project (its redirect route, test/api/redirect-routes.test.ts).
+    const old = await app.request(`/projects/${enc(deepProject.full_path)}`, { token });
+    expect(old.status).toBe(301);
+    expect(old.headers.get('location')).toBe(`${app.baseUrl}/api/v4/projects/${deepProject.id}`);
     expect((await app.request(`/projects/${enc(`${tag}-moved/top-project`)}`, { token })).body.id).toBe(rootProject.id);
     const sub = await app.request(`/groups/${enc(`${tag}-moved/${child.path}`)}`, { token });
     expect(sub.status).toBe(200);
@@ -971,8 +972,6 @@ describe('PUT /groups/:id', () => {
     const repo = app.deps.storages.repositoryPath(deepProject.repository_storage, deepProject.id);
     expect((await fs.stat(repo)).isDirectory()).toBe(true);
   });
-
-  it.todo('redirects GET of a moved project’s old path with 301, as GitLab’s redirect routes do');
 
   it('renames a subgroup within its parent', async () => {
     const { user, token } = await makeUserWithToken(app);

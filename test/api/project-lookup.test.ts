@@ -38,7 +38,7 @@ describe('project lookups', () => {
     expect((await app.request(`/projects/${project.id}`)).status).toBe(404);
   });
 
-  it('see a rename through the API under the new path only', async () => {
+  it('see a rename through the API: the new path serves, the old one redirects', async () => {
     const { user, token } = await makeUserWithToken(app);
     const project = await makeProject(app, user, { visibility: 'public' });
     expect((await app.request(`/projects/${enc(project.full_path)}`)).status).toBe(200);
@@ -48,7 +48,7 @@ describe('project lookups', () => {
       body: { path: `${project.path}-renamed` },
     });
     expect(renamed.status).toBe(200);
-    expect((await app.request(`/projects/${enc(project.full_path)}`)).status).toBe(404);
+    expect((await app.request(`/projects/${enc(project.full_path)}`)).status).toBe(301);
     const fresh = await app.request(`/projects/${enc(`${project.full_path}-renamed`)}`);
     expect(fresh.status).toBe(200);
     expect(fresh.body.id).toBe(project.id);

@@ -22,6 +22,7 @@ import * as m0020 from './0020-ci.js';
 import * as m0021 from './0021-pages-error-tracking.js';
 import * as m0022 from './0022-hooks-integrations.js';
 import * as m0023 from './0023-environments.js';
+import * as m0024 from './0024-redirect-routes.js';
 
 /** Every migration in order. Names never change once landed. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0021-pages-error-tracking': m0021,
   '0022-hooks-integrations': m0022,
   '0023-environments': m0023,
+  '0024-redirect-routes': m0024,
 };

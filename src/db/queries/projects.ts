@@ -1,4 +1,4 @@
-import { type Expression, type Insertable, type SqlBool, sql, type Updateable } from 'kysely';
+import { type Expression, type Insertable, type RawBuilder, type SqlBool, sql, type Updateable } from 'kysely';
 import type { Db } from '../database.js';
 import type { Namespace, Project, ProjectsTable } from '../schema.js';
 import { projectLevelOf, projectVisibleTo, type Viewer } from './access.js';
@@ -43,22 +43,38 @@ const NAMESPACE_COLUMNS = [
 
 /**
  * A project and its namespace in one query (every API call on a project starts here), found by
- * id or by full path.
+ * id or by full path. A path no project has now finds the project that had it, through its
+ * redirect route (GitLab's `follow_redirects: true`); the caller tells by the project's
+ * `full_path`.
  */
 export async function findProjectWithNamespace(
   db: Db,
   key: { id: number } | { fullPath: string },
 ): Promise<{ project: Project; namespace: Namespace } | undefined> {
-  let query = db
+  if ('id' in key) return projectWithNamespace(db, 'projects.id', key.id);
+  const path = key.fullPath.toLowerCase();
+  const found = await projectWithNamespace(db, sql`lower(projects.full_path)`, path);
+  if (found) return found;
+  const redirect = await db
+    .selectFrom('redirect_routes')
+    .select('project_id')
+    .where(sql`lower(path)`, '=', path)
+    .executeTakeFirst();
+  return redirect ? projectWithNamespace(db, 'projects.id', redirect.project_id) : undefined;
+}
+
+async function projectWithNamespace(
+  db: Db,
+  column: 'projects.id' | RawBuilder<unknown>,
+  value: number | string,
+): Promise<{ project: Project; namespace: Namespace } | undefined> {
+  const row = (await db
     .selectFrom('projects')
     .innerJoin('namespaces as ns', 'ns.id', 'projects.namespace_id')
     .selectAll('projects')
-    .select(NAMESPACE_COLUMNS.map((c) => sql.ref(`ns.${c}`).as(`ns__${c}`)));
-  query =
-    'id' in key
-      ? query.where('projects.id', '=', key.id)
-      : query.where(sql`lower(projects.full_path)`, '=', key.fullPath.toLowerCase());
-  const row = (await query.executeTakeFirst()) as Record<string, unknown> | undefined;
+    .select(NAMESPACE_COLUMNS.map((c) => sql.ref(`ns.${c}`).as(`ns__${c}`)))
+    .where(column, '=', value)
+    .executeTakeFirst()) as Record<string, unknown> | undefined;
   if (!row) return undefined;
   const project: Record<string, unknown> = {};
   const namespace: Record<string, unknown> = {};

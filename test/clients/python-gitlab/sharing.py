@@ -59,6 +59,12 @@ out["after_group_unshare"] = error_of(lambda: as_lin.projects.get(api.id))
 service.transfer(platform.full_path)
 out["transferred"] = gl.projects.get(service.id).path_with_namespace
 out["transfer_again"] = error_of(lambda: service.transfer(platform.id))
+# Scripts that still name the project by its old path: reads follow the 301, writes get 405.
+out["old_path_read"] = gl.projects.get("ada/service").path_with_namespace
+out["old_path_file"] = gl.projects.get("ada/service", lazy=True).files.raw(file_path="README.md", ref="main").decode()
+stale = gl.projects.get("ada/service", lazy=True)
+stale.description = "renamed"
+out["old_path_write"] = error_of(stale.save)
 sub = gl.groups.create({"name": "Tools", "path": "tools", "parent_id": platform.id})
 sub.transfer(readers.id)
 out["group_moved"] = gl.groups.get(sub.id).full_path
