@@ -207,13 +207,28 @@ describe('a moved project at its old path', () => {
     expect((await app.request(`/projects/${second.body.id}`, { method: 'DELETE', token })).status).toBe(202);
     expect((await app.request(`/projects/${enc(first.full_path)}`, { token })).status).toBe(404);
 
-    // A group that takes a group's old path takes the paths below it too.
+    // A group that takes a group's old path takes the paths below it too, and only those: not
+    // those of groups whose paths begin the same ('0' is the byte after '/').
     const group = await makeGroup(app, user);
     const inGroup = await projectWithReadme(token, { namespace_id: group.id });
-    expect(
-      (await app.request(`/groups/${group.id}`, { method: 'PUT', token, body: { path: `${group.path}-2` } })).status,
-    ).toBe(200);
-    expect((await app.request(`/projects/${enc(inGroup.full_path)}`, { token })).status).toBe(301);
+    const neighbours = await Promise.all(
+      ['0', '.b', '-c'].map((suffix) => makeGroup(app, user, { path: `${group.path}${suffix}` })),
+    );
+    const inNeighbours = [];
+    for (const neighbour of neighbours) {
+      inNeighbours.push(await projectWithReadme(token, { namespace_id: neighbour.id }));
+    }
+    for (const moving of [group, ...neighbours]) {
+      const res = await app.request(`/groups/${moving.id}`, {
+        method: 'PUT',
+        token,
+        body: { path: `${moving.path}-2` },
+      });
+      expect(res.status).toBe(200);
+    }
+    for (const old of [inGroup, ...inNeighbours]) {
+      expect((await app.request(`/projects/${enc(old.full_path)}`, { token })).status).toBe(301);
+    }
     const reused = await app.request('/groups', {
       method: 'POST',
       token,
@@ -221,6 +236,9 @@ describe('a moved project at its old path', () => {
     });
     expect(reused.status).toBe(201);
     expect((await app.request(`/projects/${enc(inGroup.full_path)}`, { token })).status).toBe(404);
+    for (const old of inNeighbours) {
+      expect((await app.request(`/projects/${enc(old.full_path)}`, { token })).status, old.full_path).toBe(301);
+    }
   });
 });
 

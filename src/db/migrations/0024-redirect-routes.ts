@@ -20,8 +20,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('path', 'text', (c) => c.notNull())
     .addColumn('created_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
-  // Paths are found case-insensitively; one redirect per path.
-  await sql`CREATE UNIQUE INDEX redirect_routes_path ON redirect_routes (lower(path))`.execute(db);
+  // Paths are found case-insensitively, one redirect per path. The pattern operator class
+  // compares bytes, so the paths below `a/b` are one range of the index, ['a/b/', 'a/b0'): '0'
+  // is the byte after '/'.
+  await sql`CREATE UNIQUE INDEX redirect_routes_path ON redirect_routes (lower(path) text_pattern_ops)`.execute(db);
   await sql`CREATE INDEX redirect_routes_project ON redirect_routes (project_id)`.execute(db);
 
   await sql`
@@ -35,7 +37,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE FUNCTION depot_drop_conflicting_redirects() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
       DELETE FROM redirect_routes
-      WHERE lower(path) = lower(NEW.full_path) OR starts_with(lower(path), lower(NEW.full_path) || '/');
+      WHERE lower(path) = lower(NEW.full_path)
+        OR (lower(path) ~>=~ (lower(NEW.full_path) || '/') AND lower(path) ~<~ (lower(NEW.full_path) || '0'));
       RETURN NULL;
     END $$`.execute(db);
   // A change of case only is no move: the path still finds the project.
