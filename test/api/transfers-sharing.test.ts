@@ -421,8 +421,10 @@ describe('PUT /projects/:id/transfer', () => {
       token: ownerToken,
     });
     expect(byNewPath.status).toBe(200);
+    // The old path sends GET on to the project, as GitLab's redirect route (redirect-routes.test.ts).
     const byOldPath = await app.request(`/projects/${encodeURIComponent(project.full_path)}`, { token: ownerToken });
-    expect(byOldPath.status).toBe(404);
+    expect(byOldPath.status).toBe(301);
+    expect(byOldPath.headers.get('location')).toBe(`${app.baseUrl}/api/v4/projects/${project.id}`);
     // The repository did not move (hashed storage) and the group's members now reach it.
     expect(await codeStatus(project, ownerToken)).toBe(200);
     expect(await commitStatus(project, groupDeveloper.token)).toBe(201);
