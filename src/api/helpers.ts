@@ -47,7 +47,7 @@ export function refuseMovedPath(ctx: AppContext, id: string, project: Project): 
   if (!id.includes('/') || id.toLowerCase() === project.full_path.toLowerCase()) return;
   if (ctx.method !== 'GET') throw new ApiError(405, { message: 'Non GET methods are not allowed for moved projects' });
   // The segment the route names `:id`, in the URL as the client wrote it.
-  const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+  const route = ctx._matchedRoute;
   const index = typeof route === 'string' ? route.split('/').indexOf(':id') : -1;
   const segments = ctx.path.split('/');
   if (index < 0 || index >= segments.length) return;

@@ -17,7 +17,7 @@ export class ApiError extends Error {
  * plain text (Grape's `rack_response`), not JSON.
  */
 export class MovedPermanently extends ApiError {
-  constructor(readonly location: string) {
+  constructor(location: string) {
     super(301, { message: `This resource has been moved permanently to ${location}` }, { Location: location });
   }
 }

@@ -55,18 +55,14 @@ export async function findProjectWithNamespace(
   const path = key.fullPath.toLowerCase();
   const found = await projectWithNamespace(db, sql`lower(projects.full_path)`, path);
   if (found) return found;
-  const redirect = await db
-    .selectFrom('redirect_routes')
-    .select('project_id')
-    .where(sql`lower(path)`, '=', path)
-    .executeTakeFirst();
-  return redirect ? projectWithNamespace(db, 'projects.id', redirect.project_id) : undefined;
+  const redirected = sql<number>`(SELECT project_id FROM redirect_routes WHERE lower(path) = ${path})`;
+  return projectWithNamespace(db, 'projects.id', redirected);
 }
 
 async function projectWithNamespace(
   db: Db,
   column: 'projects.id' | RawBuilder<unknown>,
-  value: number | string,
+  value: number | string | RawBuilder<number>,
 ): Promise<{ project: Project; namespace: Namespace } | undefined> {
   const row = (await db
     .selectFrom('projects')
